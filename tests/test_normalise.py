@@ -44,7 +44,14 @@ def test_markdown_fences_and_tracker_escaping_are_undone():
 
 def test_ranks_are_recorded_per_line():
     raw = "\n".join(f"[rank{r}]: {OOM}" for r in (0, 3, 7))
-    assert normalise(raw).ranks == {0: 0, 1: 3, 2: 7}
+    paste = normalise(raw)
+    assert [paste.rank_of(line) for line in range(3)] == [0, 3, 7]
+    assert all(line.startswith("torch.OutOfMemoryError") for line in paste.lines)
+
+
+def test_a_rank_in_the_message_is_not_a_rank_prefix():
+    paste = normalise("(WorkerDict pid=7) ValueError: expected shape [3] but got [4]")
+    assert paste.rank_of(0) is None
 
 
 def test_numbers_that_matter_survive():

@@ -82,7 +82,7 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
     ``known_lines`` are lines an entry's signature matched: they are errors even when no error word is in them.
     """
     lines = paste.lines
-    looks_like_error = {paste.line_at(match.start()) for match in CANDIDATE_RE.finditer(paste.text)}
+    looks_like_error = {paste.line_at(match.start()) for match in CANDIDATE_RE.finditer(paste.searchable)}
     candidates = sorted(looks_like_error | set(known_lines))
     blocks: list[Block] = []
     covered_until = -1
@@ -97,7 +97,7 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
         else:
             block = _read_error_line(lines, index)
             block.known_only = index not in looks_like_error
-        block.ranks = {paste.ranks[i] for i in range(block.start, block.end + 1) if i in paste.ranks}
+        block.ranks = {rank for i in range(block.start, block.end + 1) if (rank := paste.rank_of(i)) is not None}
         block.context = block.frames + _ray_tasks(lines, block)
         blocks.append(block)
         covered_until = block.end

@@ -53,10 +53,12 @@ class Environment:
 def extract_environment(paste: Paste) -> Environment:
     """Collect the first version of each known package, the NCCL/CUDA versions and the GPU model."""
     env = Environment()
-    for count, found_line in enumerate(MENTION_RE.finditer(paste.text)):
+    for count, found_line in enumerate(MENTION_RE.finditer(paste.searchable)):
         if count >= MAX_SCANNED_LINES:
             break
         text = found_line.group(0)[:SCAN_CHARS]
+        if isinstance(text, bytes):
+            text = text.decode("ascii")
         lowered = text.lower()
         for name, pattern in PACKAGE_RES.items():
             if name in env.versions or name.split("-")[0] not in lowered.replace("_", "-"):

@@ -10,6 +10,7 @@ import bisect
 import html
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import accumulate
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -34,7 +35,11 @@ _PREFIXES = [
     r"\d{1,4}:\s(?=\S)",  # torchrun --tee / --role prefixes: "0: Traceback"
     r"\[\d{1,4}\]:\s?",  # "[3]: " from some launchers
 ]
-PREFIX_RUN_RE = re.compile(r"(?m)^[ \t]*(?:(?:" + "|".join(_PREFIXES) + r")[ \t]?){1,6}")
+_PREFIX_RUN = r"[ \t]*(?:(?:" + "|".join(_PREFIXES) + r")[ \t]?){1,6}"
+PREFIX_RUN_RE = re.compile(_PREFIX_RUN)
+# The whole-text pass anchors on a newline rather than (?m)^: a pattern that starts with a literal
+# lets the regex engine skip ahead to the next line break instead of trying every character.
+PREFIX_AFTER_NEWLINE_RE = re.compile(r"\n" + _PREFIX_RUN)
 RANK_RE = re.compile(r"\[(?:rank|RANK|Rank)\s?(\d{1,5})\]|\s\[(\d{1,5})\]$|^(\d{1,4}):\s")
 # Terminal and web-console widths that wrap long lines; a log whose longest lines all stop at one of
 # these, many times and with different text, was wrapped by its viewer.
@@ -44,16 +49,34 @@ WRAP_MIN_LINES = 3
 
 @dataclass
 class Paste:
-    """Normalised text, its lines, where each line starts, and the rank a line came from."""
+    """Normalised text, its lines, where each line starts, and the lines as they were before prefixes went."""
 
     text: str
     lines: list[str]
     offsets: list[int]
-    ranks: dict[int, int] = field(default_factory=dict)
+    # Line i of the cleaned text with its prefixes still on; None when wrapped lines were rejoined
+    # (the line numbers no longer correspond). Ranks are read from it only for the few lines that
+    # form blocks, which keeps the whole-text prefix pass free of per-line Python work.
+    prefixed: list[str] | None = field(default=None, repr=False)
 
     def line_at(self, position: int) -> int:
         """Return the index of the line holding character ``position`` of ``text``."""
         return bisect.bisect_right(self.offsets, position) - 1
+
+    @cached_property
+    def searchable(self) -> str | bytes:
+        """The text for RE2: as bytes when ASCII, so RE2 need not map byte offsets back to characters."""
+        return self.text.encode("ascii") if self.text.isascii() else self.text
+
+    def rank_of(self, index: int) -> int | None:
+        """The rank a line's prefix names (``[rank3]:``, NCCL's ``host:pid:tid [3]``, ``3: ``), if any."""
+        if self.prefixed is None or index >= len(self.prefixed):
+            return None
+        prefix = PREFIX_RUN_RE.match(self.prefixed[index])
+        if not prefix or not prefix.group(0).strip():
+            return None
+        found = RANK_RE.search(prefix.group(0).rstrip())
+        return int(next(group for group in found.groups() if group)) if found else None
 
 
 def decode(data: bytes | str) -> str:
@@ -78,26 +101,9 @@ def clean_text(text: str) -> str:
     return text
 
 
-def strip_prefixes(text: str) -> tuple[str, dict[int, int]]:
-    """Remove log prefixes at the start of every line; return the text and line -> rank."""
-    ranks_by_offset: dict[int, int] = {}
-    removed = 0
-
-    def strip(match: re.Match) -> str:
-        nonlocal removed
-        prefix = match.group(0)
-        if "ank" in prefix or "[" in prefix or ":" in prefix:
-            found = RANK_RE.search(prefix.rstrip())
-            if found:
-                ranks_by_offset[match.start() - removed] = int(next(g for g in found.groups() if g))
-        removed += len(prefix)
-        return ""
-
-    stripped = PREFIX_RUN_RE.sub(strip, text)
-    if not ranks_by_offset:
-        return stripped, {}
-    starts = _line_starts(stripped.split("\n"))
-    return stripped, {bisect.bisect_right(starts, offset) - 1: rank for offset, rank in ranks_by_offset.items()}
+def strip_prefixes(text: str) -> str:
+    """Remove log prefixes at the start of every line, in one pass at C speed."""
+    return PREFIX_AFTER_NEWLINE_RE.sub("\n", "\n" + text)[1:]
 
 
 def unwrap(lines: list[str]) -> list[str]:
@@ -123,13 +129,13 @@ def unwrap(lines: list[str]) -> list[str]:
 
 def normalise(data: bytes | str) -> Paste:
     """Return the paste as clean, prefix-free text and lines (blank lines kept: they end messages)."""
-    text = clean_text(decode(data))
-    text, ranks = strip_prefixes(text)
-    lines = [line.rstrip() for line in text.split("\n")]
+    cleaned = clean_text(decode(data))
+    lines = [line.rstrip() for line in strip_prefixes(cleaned).split("\n")]
     wrapped = unwrap(lines)
-    if wrapped is not lines:
-        lines, ranks = wrapped, {}
-    return Paste("\n".join(lines), lines, _line_starts(lines), ranks)
+    prefixed = cleaned.split("\n") if wrapped is lines else None
+    if prefixed is not None and len(prefixed) != len(lines):  # a prefix spanned a line break: no rank map
+        prefixed = None
+    return Paste("\n".join(wrapped), wrapped, _line_starts(wrapped), prefixed)
 
 
 def _line_starts(lines: list[str]) -> list[int]:

@@ -67,11 +67,15 @@ class SignatureSet:
         """Return each signature that matches ``text`` with up to 64 (start, end) spans."""
         if self._empty or not text:
             return []
+        # RE2 works on UTF-8; given a str it encodes it and maps byte offsets back to characters on
+        # every call. Encode once, and search the bytes directly when they are ASCII (offsets agree).
+        encoded = text.encode("utf-8", "surrogatepass")
+        subject: str | bytes = encoded if len(encoded) == len(text) else text
         found = []
-        for index in sorted(self._set.Match(text) or ()):
+        for index in sorted(self._set.Match(encoded) or ()):
             signature = self.signatures[index]
             spans = []
-            for match in signature.compiled.finditer(text):
+            for match in signature.compiled.finditer(subject):
                 spans.append(match.span())
                 if len(spans) >= MAX_LOCATIONS:
                     break
