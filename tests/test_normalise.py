@@ -42,6 +42,19 @@ def test_markdown_fences_and_tracker_escaping_are_undone():
     assert "ValueError: tokenizer.pad_token_id is None <pad>" in normalise(raw).lines
 
 
+def test_a_log_quoted_as_inline_code_loses_its_backticks_and_prefixes():
+    # from an issue that wrapped a multi-line Ray log in single backticks
+    raw = ("`(WorkerDict pid=9238) [2025-08-15 00:16:56] Scheduler hit an exception: Traceback (most recent call last):\n"
+           "(WorkerDict pid=9238)     batch = self.get_next_batch_to_run()`")
+    assert normalise(raw).lines == ["Scheduler hit an exception: Traceback (most recent call last):",
+                                    "    batch = self.get_next_batch_to_run()"]
+
+
+def test_inline_code_inside_a_line_is_kept():
+    assert normalise("ValueError: set `data.max_prompt_length` higher").lines == [
+        "ValueError: set `data.max_prompt_length` higher"]
+
+
 def test_ranks_are_recorded_per_line():
     raw = "\n".join(f"[rank{r}]: {OOM}" for r in (0, 3, 7))
     paste = normalise(raw)

@@ -15,8 +15,9 @@ CHAIN_RE = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)"
 )
+# Name parts are bounded so a megabyte-long line is rejected after a few hundred steps, not scanned whole.
 EXCEPTION_LINE_RE = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
+    r"((?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
     r"(?:\([\w.]+\))?)(?::\s?(.*))?$"
 )
 # Wrappers whose message names another error: the inner one is the root cause.
@@ -35,11 +36,12 @@ CANDIDATE_RE = re2.compile(
 RAY_TASK_RE = re.compile(r"ray::[\w.]*?\.?(\w+)\(\)")
 WRAPPED_TYPE_RE = re.compile(r"RayTaskError\((\w+)\)")
 CONTEXT_BEFORE, CONTEXT_AFTER = 2, 3
-NOISE_RE = re.compile(r"Error executing job with overrides|Set the environment variable HYDRA_FULL_ERROR")
+NOISE_MARKERS = ("Error executing job with overrides", "Set the environment variable HYDRA_FULL_ERROR")
 NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 MAX_BLOCK_LINES = 400
 MAX_MESSAGE_LINES = 8
 MAX_BLOCKS = 2000
+DEDUPE_CHARS = 1000  # two errors alike in their first thousand characters are one error
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Block:
 
     def dedupe_key(self) -> str:
         """Numbers masked: the same error on eight ranks is one block."""
-        return NUMBER_RE.sub("#", self.exception_line)
+        return NUMBER_RE.sub("#", self.exception_line[:DEDUPE_CHARS])
 
     def ranks_label(self) -> str:
         """Describe the ranks compactly, e.g. 'ranks 0-7'."""
@@ -92,7 +94,7 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
         text = lines[index]
         if TRACEBACK_START.match(text) or FRAME_RE.match(text):
             block = _read_traceback(lines, index)
-        elif NOISE_RE.search(text) or not text.strip():
+        elif any(marker in text for marker in NOISE_MARKERS) or not text.strip():
             continue
         else:
             block = _read_error_line(lines, index)

@@ -16,6 +16,9 @@ from itertools import accumulate
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 FENCE_RE = re.compile(r"(?m)^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")
+# A log quoted as inline code in an issue: `(WorkerDict pid=1) ...` with the backticks at the ends
+# of its first and last lines, where they would hide the prefix from the prefix pass.
+INLINE_CODE_EDGE_RE = re.compile(r"(?m)^([ \t]*)`{1,2}(?=\S)|(?<=\S)`{1,2}[ \t]*$")
 MD_ESCAPE_RE = re.compile(r"\\([_*\[\]()#<>`|~])")
 HTML_ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|#39|#x27|apos);")
 
@@ -98,6 +101,8 @@ def clean_text(text: str) -> str:
         text = MD_ESCAPE_RE.sub(r"\1", text)
     if "```" in text or "~~~" in text:
         text = FENCE_RE.sub("", text)
+    if "`" in text:
+        text = INLINE_CODE_EDGE_RE.sub(r"\1", text)
     return text
 
 

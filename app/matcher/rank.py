@@ -186,7 +186,7 @@ class Matcher:
             query = _fragment_query(blocks[-1], paste)
         else:
             parts = [block.exception_line for block in blocks[-3:]] or paste.lines[-5:]
-            query = NUMBER_RE.sub(" ", " ".join(parts))[:FALLBACK_QUERY_CHARS]
+            query = NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS])
         return [Match(code, round(score, 3), "low") for code, score in self.fulltext(query, limit) if code not in seen]
 
 
@@ -205,7 +205,7 @@ def _fragment_query(block: Block, paste: Paste) -> str:
         elif line.strip() and not plumbing and not line.lstrip().startswith(("Traceback", "^")):
             own.append(line.strip())
     query = " ".join([block.wrapped_type, *before, *own[-FRAGMENT_OWN_LINES:]])
-    return NUMBER_RE.sub(" ", query)[:FALLBACK_QUERY_CHARS]
+    return NUMBER_RE.sub(" ", query[:FALLBACK_QUERY_CHARS])
 
 
 def _top(codes: set[str], best: dict) -> str:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
@@ -37,7 +35,11 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-def alembic_config(settings: Settings) -> Config:
+def alembic_config(settings: Settings):
+    # alembic is imported here, not at module level: `kb match` reads votes but never migrates,
+    # and alembic's import costs it a fifth of a second.
+    from alembic.config import Config
+
     config = Config(str(ROOT / "alembic.ini"))
     config.set_main_option("script_location", str(ROOT / "alembic"))
     config.attributes["settings"] = settings
@@ -51,6 +53,8 @@ def migrate(engine: Engine, settings: Settings) -> None:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
         config.attributes["connection"] = connection
+        from alembic import command
+
         command.upgrade(config, "head")
 
 
