@@ -25,6 +25,16 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
     f"2025-01-07 12:00:01,123 - {OOM}",
     f"node-17:3221:3221 [5] {OOM}",
     f"0: {OOM}",
+    f"[default0]:{OOM}",
+    f"ERROR:root:{OOM}",
+    f"2025-01-07 12:00:01.123 | ERROR    | verl.trainer.main_ppo:run:88 - {OOM}",
+    f"trainer-1  | {OOM}",
+    f"> (WorkerDict pid=48211, ip=10.0.3.7) {OOM}",
+    f"> > [rank3]: {OOM}",
+    f"(WorkerDict pid=9238) [2025-08-15 00:16:56 DP0 TP1] {OOM}",
+    f"  0%|          | 0/5000 [00:03<?, ?it/s]{OOM}",
+    f"[36m(TaskRunner pid=2396241)[0m {OOM}",
+    f"(WorkerDict pid=9205, ip=10.0.3.12) {OOM} [repeated 7x across cluster]",
 ])
 def test_log_prefixes_are_stripped(raw):
     assert normalise(raw).lines == [OOM]

@@ -21,6 +21,11 @@ FENCE_RE = re.compile(r"(?m)^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$")
 INLINE_CODE_EDGE_RE = re.compile(r"(?m)^([ \t]*)`{1,2}(?=\S)|(?<=\S)`{1,2}[ \t]*$")
 MD_ESCAPE_RE = re.compile(r"\\([_*\[\]()#<>`|~])")
 HTML_ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|#39|#x27|apos);")
+# Colour codes whose ESC byte a web page dropped, left as "[36m(TaskRunner pid=1)[0m". Only removed
+# when the reset code "[0m" shows the paste really carries them.
+BARE_ANSI_RE = re.compile(r"\[(?:\d{1,3};){0,4}\d{1,3}m")
+# Ray's log deduplication suffix; the line before it is the same error as the one it repeats.
+RAY_REPEATED_RE = re.compile(r" ?\[repeated \d+x across cluster\]")
 
 # Prefixes that loggers and launchers put in front of lines. Each alternative is bounded; a line's
 # run of prefixes is removed in one match. Order matters only for readability.
@@ -30,13 +35,20 @@ _PREFIXES = [
     r"\[(?:rank|RANK|Rank)\s?\d{1,5}\]:?",  # [rank3]:
     r"\[[EWIF]\d{3,4}\s+\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+(?:\d+\s+)?[\w./\-]{1,120}:\d+\]",  # [E419 10:42:28.858 file.cpp:616]
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]\s]{1,200}\]",  # vLLM
-    r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:\s?[+-]\d\d:?\d\d|Z)?(?:\s+[A-Z]\s+\d+\s+\d+)?\]",  # [2025-01-01 12:00:00,123 E 1 1]
+    # [2025-01-01 12:00:00,123 E 1 1] (Ray) and [2025-07-12 21:26:28 DP0 TP1] (SGLang)
+    r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:\s?[+-]\d\d:?\d\d|Z)?(?:\s+[A-Z]\s+\d+\s+\d+)?(?:\s+[A-Z]{2,4}\d{1,4}){0,4}\]",
     r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:\s*[|-])?",  # 2025-01-01 12:00:00
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\s*(?::|\||-)\s",  # "INFO: " / "ERROR | "
     r"[\w.\-]{1,80}:\d{1,7}:\d{1,7}\s+\[\d{1,5}\]",  # NCCL: host:pid:tid [rank]
     r"[IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\-]{1,120}:\d+\]",  # glog: I0101 12:00:00.123 123 file.cc:12]
     r"\d{1,4}:\s(?=\S)",  # torchrun --tee / --role prefixes: "0: Traceback"
     r"\[\d{1,4}\]:\s?",  # "[3]: " from some launchers
+    r"\[default\d{1,4}\]:",  # torchrun --tee with a role name: "[default0]:"
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w.]{1,80}:",  # Python logging: "ERROR:root:"
+    r"[\w.<>\-]{1,120}:[\w<>\-]{1,80}:\d{1,6} - ",  # loguru's "module:function:12 - " after its level
+    r"[\w.\-]{1,80}-\d{1,3}\s+\|\s",  # docker compose: "trainer-1  | "
+    r">(?:[ \t]|$)",  # a log quoted in an issue comment: "> (WorkerDict pid=1) ..."
+    r"\d{1,3}%\|[^|\n]{0,120}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\n]{0,80}\]",  # a tqdm bar glued to a line
 ]
 _PREFIX_RUN = r"[ \t]*(?:(?:" + "|".join(_PREFIXES) + r")[ \t]?){1,6}"
 PREFIX_RUN_RE = re.compile(_PREFIX_RUN)
@@ -95,6 +107,10 @@ def clean_text(text: str) -> str:
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
     text = CONTROL_RE.sub("", text)
+    if "[0m" in text:
+        text = BARE_ANSI_RE.sub("", text)
+    if "across cluster]" in text:
+        text = RAY_REPEATED_RE.sub("", text)
     if "&" in text:
         text = HTML_ENTITY_RE.sub(lambda m: html.unescape(m.group(0)), text)
     if "\\" in text:
