@@ -116,6 +116,31 @@ def test_cascade_alone_is_medium_not_a_root_cause(matcher):
     assert matches[0].confidence == "medium" and not matches[0].root_cause
 
 
+def test_cascade_beside_an_unknown_crash_is_no_diagnosis(matcher):
+    # a user's reward function fails on one worker; the others then time out in their next collective
+    text = "\n".join([
+        "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
+        '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
+        '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
+        "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
+        *(f"(WorkerDict pid=13{r}0, ip=10.0.0.1) {WATCHDOG.format(r=r)}" for r in (1, 2)),
+    ])
+    diagnosis = matcher.diagnose(text)
+    assert diagnosis.blocks[0].exception_line == "IndexError: list index out of range"
+    assert diagnosis.blocks[0].end == 3  # the next worker's line is not part of the IndexError's message
+    assert diagnosis.matches[0].code == "DIST-901" and diagnosis.matches[0].confidence == "low"
+
+
+def test_a_message_continues_on_lines_of_the_same_worker():
+    text = "\n".join([
+        f"(WorkerDict pid=7, ip=10.0.0.1) {OOM}",
+        "(WorkerDict pid=7, ip=10.0.0.1) Of the allocated memory 70.02 GiB is allocated by PyTorch",
+        "(WorkerDict pid=8, ip=10.0.0.1) step 3 finished",
+    ])
+    block = blocks_of(text)[0]
+    assert (block.start, block.end) == (0, 1)
+
+
 def test_frames_break_ties(matcher, content_dir):
     text = f"""Traceback (most recent call last):
   File "/verl/verl/workers/actor/dp_actor.py", line 401, in update_policy

@@ -93,11 +93,11 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
             continue
         text = lines[index]
         if TRACEBACK_START.match(text) or FRAME_RE.match(text):
-            block = _read_traceback(lines, index)
+            block = _read_traceback(paste, index)
         elif any(marker in text for marker in NOISE_MARKERS) or not text.strip():
             continue
         else:
-            block = _read_error_line(lines, index)
+            block = _read_error_line(paste, index)
             block.known_only = index not in looks_like_error
         block.ranks = {rank for i in range(block.start, block.end + 1) if (rank := paste.rank_of(i)) is not None}
         block.context = block.frames + _ray_tasks(lines, block)
@@ -106,13 +106,14 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
     return _merge_duplicates(blocks)
 
 
-def _read_error_line(lines: list[str], index: int) -> Block:
-    text = lines[index].strip()
-    last = _message_end(lines, index) if EXCEPTION_LINE_RE.match(text) else index
+def _read_error_line(paste: Paste, index: int) -> Block:
+    text = paste.lines[index].strip()
+    last = _message_end(paste, index) if EXCEPTION_LINE_RE.match(text) else index
     return Block("error", index, last, text, (index, last))
 
 
-def _read_traceback(lines: list[str], start: int) -> Block:
+def _read_traceback(paste: Paste, start: int) -> Block:
+    lines = paste.lines
     index = start + 1 if TRACEBACK_START.match(lines[start]) else start
     frames: list[str] = []
     root: tuple[int, int] | None = None  # message range of the root exception
@@ -130,7 +131,7 @@ def _read_traceback(lines: list[str], start: int) -> Block:
             if not text and (root or wrapper) and not _chain_follows(lines, index + 1):
                 break
         elif EXCEPTION_LINE_RE.match(text):
-            last = _message_end(lines, index)
+            last = _message_end(paste, index)
             if WRAPPER_RE.match(text):
                 wrapper = wrapper or (index, last)
             elif root is None:
@@ -157,13 +158,21 @@ def _ray_tasks(lines: list[str], block: Block) -> list[str]:
     return [name for line in lines[first:last] if "ray::" in line for name in RAY_TASK_RE.findall(line)]
 
 
-def _message_end(lines: list[str], index: int) -> int:
-    """Last line of an exception's message: following non-blank lines that start no new record."""
+def _message_end(paste: Paste, index: int) -> int:
+    """Last line of an exception's message: following non-blank lines that start no new record.
+
+    A line from another process or rank (its prefix names another pid or rank) is another record,
+    even when nothing but a prefix sets it apart: Ray interleaves the output of many workers.
+    """
+    lines = paste.lines
     last = index
     stop = min(len(lines), index + 1 + MAX_MESSAGE_LINES)
+    source = paste.source_of(index)
     for following in range(index + 1, stop):
         text = lines[following]
         if not text.strip() or FRAME_RE.match(text) or TRACEBACK_START.match(text) or CHAIN_RE.match(text):
+            break
+        if paste.source_of(following) != source:
             break
         last = following
     return last

@@ -55,6 +55,7 @@ PREFIX_RUN_RE = re.compile(_PREFIX_RUN)
 # The whole-text pass anchors on a newline rather than (?m)^: a pattern that starts with a literal
 # lets the regex engine skip ahead to the next line break instead of trying every character.
 PREFIX_AFTER_NEWLINE_RE = re.compile(r"\n" + _PREFIX_RUN)
+SOURCE_RE = re.compile(r"pid=\d+|\[(?:rank|RANK|Rank)\s?\d{1,5}\]")
 RANK_RE = re.compile(r"\[(?:rank|RANK|Rank)\s?(\d{1,5})\]|\s\[(\d{1,5})\]$|^(\d{1,4}):\s")
 # Terminal and web-console widths that wrap long lines; a log whose longest lines all stop at one of
 # these, many times and with different text, was wrapped by its viewer.
@@ -83,14 +84,24 @@ class Paste:
         """The text for RE2: as bytes when ASCII, so RE2 need not map byte offsets back to characters."""
         return self.text.encode("ascii") if self.text.isascii() else self.text
 
+    def source_of(self, index: int) -> str | None:
+        """Which process or rank a line's prefix names (``pid=123``, ``rank3``), or None without one."""
+        prefix = self._prefix(index)
+        found = SOURCE_RE.search(prefix) if prefix else None
+        return found.group(0).replace(" ", "") if found else None
+
+    def _prefix(self, index: int) -> str:
+        if self.prefixed is None or index >= len(self.prefixed):
+            return ""
+        prefix = PREFIX_RUN_RE.match(self.prefixed[index])
+        return prefix.group(0) if prefix else ""
+
     def rank_of(self, index: int) -> int | None:
         """The rank a line's prefix names (``[rank3]:``, NCCL's ``host:pid:tid [3]``, ``3: ``), if any."""
-        if self.prefixed is None or index >= len(self.prefixed):
+        prefix = self._prefix(index)
+        if not prefix.strip():
             return None
-        prefix = PREFIX_RUN_RE.match(self.prefixed[index])
-        if not prefix or not prefix.group(0).strip():
-            return None
-        found = RANK_RE.search(prefix.group(0).rstrip())
+        found = RANK_RE.search(prefix.rstrip())
         return int(next(group for group in found.groups() if group)) if found else None
 
 

@@ -141,20 +141,25 @@ class Matcher:
                 match.demoted_because = reason
             matches.append(match)
         matches.sort(key=lambda m: (-m.score, m.code))
-        self._assign_confidence(matches, best, blocks)
+        explained = {hit.block for hit in hits if hit.block is not None}
+        self._assign_confidence(matches, best, blocks, explained)
         return matches
 
-    def _assign_confidence(self, matches: list[Match], best: dict, blocks: list[Block]) -> None:
+    def _assign_confidence(self, matches: list[Match], best: dict, blocks: list[Block], explained: set[int]) -> None:
         if not matches:
             return
         top = matches[0]
         hit = best[top.code][1]
-        top.root_cause = not top.demoted_because and not (top.consequence_of or self.catalog.get(top.code).meta.symptom_of)
-        explained = {h.block for _score, h in best.values() if h.block is not None}
-        crash_after = _later_unexplained(blocks, explained, -1 if hit.block is None else hit.block)
+        symptom = bool(self.catalog.get(top.code).meta.symptom_of)
+        top.root_cause = not top.demoted_because and not (top.consequence_of or symptom)
+        crash_after = _unexplained_crash(blocks, explained, after=-1 if hit.block is None else hit.block)
         if hit.block is None or (blocks[hit.block].known_only and crash_after):
             # a known line beside a crash the manual cannot name: the crash may be something else
             top.confidence = "low" if crash_after else "medium"
+        elif symptom and _unexplained_crash(blocks, explained, after=-1):
+            # a cascade (NCCL timeout, dead actor, SIGTERM) beside a crash the manual cannot name:
+            # that crash is the likelier cause, so the cascade's entry is no diagnosis
+            top.confidence = "low"
         elif hit.on_exception and top.root_cause and not crash_after:
             top.confidence = "high"
         for match in matches[1:]:
@@ -223,8 +228,8 @@ def _line_map(blocks: list[Block]) -> dict[int, tuple[int, bool]]:
     return where
 
 
-def _later_unexplained(blocks: list[Block], explained: set[int], after: int) -> bool:
-    """A complete traceback after the matched block that no signature explains: the crash may be something else.
+def _unexplained_crash(blocks: list[Block], explained: set[int], after: int) -> bool:
+    """A complete traceback after block ``after`` that no signature explains: the crash may be something else.
 
     A truncated traceback does not count: with its last line gone it is most often the matched error's own.
     """
