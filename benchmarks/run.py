@@ -42,12 +42,16 @@ def table(r: dict) -> str:
     logs = {row["bytes"] // 1024: row for row in r["matcher"]["logs"]}
     one_mib = min(logs.values(), key=lambda row: abs(row["bytes"] - 1024 * 1024))
     per_mib = [row["ms_per_mib"] for row in r["matcher"]["logs"]]
+    # Linear means each added MiB costs the same; the average per MiB of a 10 KB paste also carries
+    # the fixed cost of a call, so the marginal cost between sizes is the figure that tells.
+    ordered = r["matcher"]["logs"]
+    marginal = [(b["match_ms"] - a["match_ms"]) / ((b["bytes"] - a["bytes"]) / 1024 / 1024) for a, b in zip(ordered, ordered[1:])]
     single = {row["bytes"] // 1024: row for row in r["matcher"]["single_line"]}
     single_per_mib = [row["match_ms"] / (row["bytes"] / 1024 / 1024) for row in r["matcher"]["single_line"]]
     http_c, http_u = r["http"]["cached"], r["http"]["uncached"]
     rows = [
         ("Matcher, 1 MiB multi-rank log vs one regex pass", f"{one_mib['match_ms']:.0f} ms vs {one_mib['regex_ms']:.1f} ms = **{one_mib['ratio']:.1f}x**", "<= 20x (aim 5x)", one_mib["ratio"] <= 20),
-        ("Matcher, ms per MiB from 10 KB to 4 MiB", " / ".join(f"{v:.0f}" for v in per_mib) + f" (max/min {max(per_mib) / min(per_mib):.2f})", "linear (flat per MiB)", max(per_mib) / min(per_mib) < 2),
+        ("Matcher, ms per MiB at 10 KB / 100 KB / 1 MiB / 4 MiB; marginal ms per added MiB between them", " / ".join(f"{v:.0f}" for v in per_mib) + "; marginal " + " / ".join(f"{v:.0f}" for v in marginal) + f" (max/min {max(marginal) / min(marginal):.2f})", "linear (flat marginal cost)", max(marginal) / min(marginal) < 2),
         ("Matcher, one line of 256 KiB / 1 MiB / 4 MiB", " / ".join(f"{row['match_ms']:.0f}" for row in single.values()) + " ms; per MiB " + " / ".join(f"{v:.0f}" for v in single_per_mib) + f" (max/min {max(single_per_mib) / min(single_per_mib):.2f})", "linear (flat per MiB)", max(single_per_mib) / min(single_per_mib) < 2),
         ("Matcher, 10 KB paste", f"{logs[min(logs)]['match_ms']:.1f} ms", "milliseconds", logs[min(logs)]["match_ms"] < 50),
         (f"HTTP search vs /healthz, 32 connections ({http_c['tool']}), cached", f"{http_c['search_rps']:.0f} vs {http_c['healthz_rps']:.0f} req/s = **{http_c['ratio']:.2f}x**", ">= 0.3x", http_c["ratio"] >= 0.3),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.diagnose import LocalManual
 from app.entries import load_catalog_strict
+from app.ingest import ingest
 from app.matcher import Matcher
 from app.matcher.blocks import split_blocks
 from app.matcher.normalise import normalise
@@ -185,3 +187,27 @@ ZeroDivisionError: division by zero"""
 def test_invalid_bytes_are_diagnosed_not_raised(matcher):
     diagnosis = matcher.diagnose(b"\x00\xff(WorkerDict pid=1) " + KV.encode() + b"\xc3")
     assert diagnosis.matches[0].code == "ROLL-901"
+
+
+def test_a_ray_wrapper_without_its_inner_error_is_a_truncated_block():
+    text = """ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)
+  File "/home/xxx/workdir/verl/verl/trainer/main_ppo.py", line 168, in main_task
+    trainer.fit()"""
+    block = blocks_of(text)[0]
+    assert block.truncated and block.wrapped_type == "OutOfMemoryError"
+
+
+def test_a_cut_paste_suggests_entries_about_the_wrapped_type_first(settings):
+    # Real full-text search over the fixture entries: the words favour the rollout entry, the
+    # wrapper says an OutOfMemoryError was raised, so the OOM entry leads (still only low).
+    ingest(settings)
+    manual = LocalManual(settings)
+    text = """The rollout engine stopped while vllm was generating sequences for the cache blocks.
+ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_generate_sequences() (pid=1, ip=10.0.0.1)
+  File "/verl/verl/single_controller/ray/base.py", line 663, in func
+    return getattr(self.worker_dict[key], name)(*args, **kwargs)"""
+    without_wrapper = manual.matcher.diagnose(text.replace("(OutOfMemoryError)", "")).matches
+    matches = manual.matcher.diagnose(text).matches
+    assert without_wrapper[0].code == "ROLL-901"
+    assert matches[0].code == "TRAIN-901"
+    assert all(match.confidence == "low" for match in matches)

@@ -92,7 +92,7 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
         if index <= covered_until or len(blocks) >= MAX_BLOCKS:
             continue
         text = lines[index]
-        if TRACEBACK_START.match(text) or FRAME_RE.match(text):
+        if TRACEBACK_START.match(text) or FRAME_RE.match(text) or _ray_wrapper_with_frames(lines, index):
             block = _read_traceback(paste, index)
         elif any(marker in text for marker in NOISE_MARKERS) or not text.strip():
             continue
@@ -104,6 +104,12 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
         blocks.append(block)
         covered_until = block.end
     return _merge_duplicates(blocks)
+
+
+def _ray_wrapper_with_frames(lines: list[str], index: int) -> bool:
+    """A paste that starts at Ray's `RayTaskError(X): ray::task()` line, its worker's frames below it."""
+    return (WRAPPED_TYPE_RE.search(lines[index]) is not None and index + 1 < len(lines)
+            and FRAME_RE.match(lines[index + 1]) is not None)
 
 
 def _read_error_line(paste: Paste, index: int) -> Block:
@@ -148,7 +154,10 @@ def _read_traceback(paste: Paste, start: int) -> Block:
     end = max(end, message[1])
     exception_line = lines[message[0]].strip()
     wrapped = WRAPPED_TYPE_RE.search(lines[wrapper[0]]) if wrapper else None
-    return Block("traceback", start, end, exception_line, message, frames, truncated=root is None and wrapper is None,
+    # Cut before its last line: no exception at all, or only a Ray wrapper that names an inner error
+    # (RayTaskError(OutOfMemoryError)) whose own line never came.
+    truncated = root is None and (wrapper is None or wrapped is not None)
+    return Block("traceback", start, end, exception_line, message, frames, truncated=truncated,
                  wrapped_type=wrapped.group(1) if wrapped else "")
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.entries import Catalog
-from app.matcher.blocks import FRAME_RE, NUMBER_RE, Block, split_blocks
+from app.matcher.blocks import FRAME_RE, NUMBER_RE, RAY_TASK_RE, Block, split_blocks
 from app.matcher.environment import Environment, excluded_reason, extract_environment
 from app.matcher.normalise import Paste, normalise
 from app.matcher.signatures import SignatureSet
@@ -33,9 +33,11 @@ MAX_SPECIFICITY = 120
 FALLBACK_QUERY_CHARS = 600
 FRAGMENT_LINES_BEFORE = 3
 FRAGMENT_OWN_LINES = 6
+FRAGMENT_EARLIER_BLOCKS = 2
 # Frames of Ray's and Python's own plumbing say nothing about which failure it was.
 PLUMBING_RE = re.compile(r"/ray/_private/|/ray/_raylet|/concurrent/futures/|/asyncio/|runpy\.py|/threading\.py")
 FRAGMENT_DOMINANCE = 2.0  # the best full-text hit must beat the second by this factor
+FRAGMENT_POOL = 40  # full-text hits read for a truncated traceback, before those of the wrapped type go first
 
 
 @dataclass
@@ -177,7 +179,7 @@ class Matcher:
         if self.fulltext is None or not truncated:
             return []
         block = truncated[-1]
-        results = self.fulltext(_fragment_query(block, paste), 2)
+        results = self._prefer_raised(block, self.fulltext(_fragment_query(block, paste, blocks), FRAGMENT_POOL))[:2]
         if not results or (len(results) > 1 and results[0][1] < FRAGMENT_DOMINANCE * results[1][1]):
             return []
         code, score = results[0]
@@ -188,15 +190,37 @@ class Matcher:
         if self.fulltext is None:
             return []
         if blocks and blocks[-1].truncated:
-            query = _fragment_query(blocks[-1], paste)
+            results = self._prefer_raised(blocks[-1], self.fulltext(_fragment_query(blocks[-1], paste, blocks), FRAGMENT_POOL))
         else:
             parts = [block.exception_line for block in blocks[-3:]] or paste.lines[-5:]
-            query = NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS])
-        return [Match(code, round(score, 3), "low") for code, score in self.fulltext(query, limit) if code not in seen]
+            results = self.fulltext(NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS]), limit)
+        return [Match(code, round(score, 3), "low") for code, score in results[:limit] if code not in seen]
+
+    def _prefer_raised(self, block: Block, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Entries about the type a Ray wrapper names (``RayTaskError(ModuleNotFoundError)``) go first,
+        those whose frames the traceback shows first among them.
+
+        The wrapper line and the frames survive when the paste is cut before the inner error: they
+        are what is left of what was raised, and where. Full-text order is kept within each group.
+        """
+        if not block.wrapped_type:
+            return results
+
+        def group(result: tuple[str, float]) -> tuple[bool, bool]:
+            meta = self.catalog.get(result[0]).meta
+            raised = meta.exception.rsplit(".", 1)[-1] == block.wrapped_type
+            framed = any(name in frame for frame in block.context for name in meta.frames)
+            return not raised, not framed
+
+        return sorted(results, key=group)
 
 
-def _fragment_query(block: Block, paste: Paste) -> str:
-    # lines printed just before, unless they are Ray's task headers (pids, actor ids: noise to full text)
+
+def _fragment_query(block: Block, paste: Paste, blocks: list[Block]) -> str:
+    """What is left of a cut traceback, as a full-text query: the error lines printed before it, the
+    lines just above it, its own code and frames (Ray's and Python's plumbing left out), and of Ray's
+    task lines only the task names (their pids and actor ids are noise to full text)."""
+    earlier = [other.exception_line for other in blocks if other.end < block.start][-FRAGMENT_EARLIER_BLOCKS:]
     before = [line.strip() for line in paste.lines[max(0, block.start - FRAGMENT_LINES_BEFORE):block.start]
               if line.strip() and "ray::" not in line]
     own: list[str] = []
@@ -207,9 +231,11 @@ def _fragment_query(block: Block, paste: Paste) -> str:
             plumbing = PLUMBING_RE.search(frame.group(1)) is not None
             if not plumbing:
                 own.append(frame.group(3))
+        elif "ray::" in line:
+            own.extend(RAY_TASK_RE.findall(line))
         elif line.strip() and not plumbing and not line.lstrip().startswith(("Traceback", "^")):
             own.append(line.strip())
-    query = " ".join([block.wrapped_type, *before, *own[-FRAGMENT_OWN_LINES:]])
+    query = " ".join([block.wrapped_type, *own[-FRAGMENT_OWN_LINES:], *before, *earlier])
     return NUMBER_RE.sub(" ", query[:FALLBACK_QUERY_CHARS])
 
 
