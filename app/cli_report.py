@@ -16,6 +16,10 @@ def print_diagnosis(console: Console, result: dict) -> None:
     confident = [m for m in matches if m["confidence"] in ("high", "medium")]
     if not confident:
         console.print("No entry of the manual matches this error with confidence.", style="bold yellow")
+        crash = _unexplained_crash(result)
+        if crash:
+            console.print(f"The crash it does not cover (lines {crash['first_line']}-{crash['last_line']}): "
+                          f"{crash['exception_line'][:300]}", markup=False)
         for match in matches:
             console.print(f"  maybe {match['code']}: {match['title']}  ({match['url']})", markup=False)
         _environment(console, result)
@@ -46,3 +50,10 @@ def _environment(console: Console, result: dict) -> None:
         parts.append(env["gpu"])
     if parts:
         console.print("environment in the log: " + ", ".join(parts), style="dim", markup=False)
+
+
+def _unexplained_crash(result: dict) -> dict | None:
+    """The last complete traceback no entry explains: most likely what really stopped the run."""
+    crashes = [block for block in result["blocks"]
+               if block["kind"] == "traceback" and not block["truncated"] and not block["explained"]]
+    return crashes[-1] if crashes else None

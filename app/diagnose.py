@@ -33,7 +33,7 @@ class LocalManual:
         self.matcher = Matcher(self.catalog, fulltext=self.search.fulltext if self.search else None)
 
     def url_for(self, code: str) -> str:
-        return f"http://{self.settings.host}:{self.settings.port}/errors/{code}"
+        return f"{self.settings.base_url}/errors/{code}"
 
     def match(self, text: str | bytes, limit: int = 5) -> dict:
         """Return the `/api/v1/match` JSON for a paste (fixes ordered by this machine's votes, if any)."""

@@ -141,8 +141,9 @@ def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, u
         })
     blocks = [
         {"kind": block.kind, "exception_line": block.exception_line[:2000], "first_line": block.start + 1,
-         "last_line": block.end + 1, "count": block.count, "ranks": block.ranks_label(), "frames": block.frames[-6:]}
-        for block in diagnosis.blocks
+         "last_line": block.end + 1, "count": block.count, "ranks": block.ranks_label(), "frames": block.frames[-6:],
+         "explained": number in diagnosis.explained, "truncated": block.truncated}
+        for number, block in enumerate(diagnosis.blocks)
     ]
     return {
         "matches": matches, "blocks": blocks, "environment": diagnosis.environment.as_dict(),

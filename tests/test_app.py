@@ -51,3 +51,20 @@ def test_unknown_code_404s_in_html_and_json(client):
 def test_lowercase_code_redirects_to_canonical(client):
     response = client.get("/errors/roll-901", follow_redirects=False)
     assert response.status_code == 301 and response.headers["location"].endswith("/errors/ROLL-901")
+
+
+def test_paste_page_names_the_crash_the_manual_does_not_cover(client):
+    text = "\n".join([
+        "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
+        '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
+        '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
+        "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
+        "(WorkerDict pid=1300, ip=10.0.0.1) [rank1]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 1] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600112 milliseconds before timing out.",
+    ])
+    page = client.post("/paste", data={"text": text})
+    assert page.status_code == 200
+    assert "The manual has no entry that matches this error with confidence." in page.text
+    assert "The crash the manual does not cover" in page.text
+    assert "<code>IndexError: list index out of range</code>" in page.text

@@ -63,6 +63,7 @@ class Diagnosis:
     environment: Environment
     took_ms: float = 0.0
     paste: Paste | None = field(default=None, repr=False)
+    explained: set[int] = field(default_factory=set)  # blocks in which some entry's signature matched
 
 
 @dataclass
@@ -97,7 +98,8 @@ class Matcher:
             fragments = [match for match in self._fragments(blocks, paste) if match.code not in seen]
             seen |= {match.code for match in fragments}
             matches += fragments + self._fallback(blocks, paste, seen, limit)
-        return Diagnosis(matches[:limit], blocks, environment, (time.perf_counter() - started) * 1000, paste)
+        explained = {hit.block for hit in hits if hit.block is not None}
+        return Diagnosis(matches[:limit], blocks, environment, (time.perf_counter() - started) * 1000, paste, explained)
 
     def _locate(self, paste: Paste, blocks: list[Block], found) -> list[_Hit]:
         where = _line_map(blocks)

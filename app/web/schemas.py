@@ -136,6 +136,9 @@ class BlockOut(BaseModel):
     count: int = Field(description="How many times the same error appeared (e.g. once per rank).")
     ranks: str
     frames: list[str]
+    explained: bool = Field(description="Whether an entry's signature matched inside this block; a complete "
+                                        "traceback that none explains is an error the manual does not cover.")
+    truncated: bool = Field(description="A traceback cut before its final exception line.")
 
 
 class EnvironmentOut(BaseModel):

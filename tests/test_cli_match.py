@@ -1,0 +1,78 @@
+"""`kb match`: the terminal diagnosis, its JSON (the API's), exit codes and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import cli
+from app.ingest import ingest
+from app.web.app import create_app
+
+KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+WATCHDOG = ("[rank1]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600112 "
+            "milliseconds before timing out.")
+UNKNOWN_CRASH = """(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):
+(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score
+(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])
+(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range"""
+
+
+@pytest.fixture
+def kb(runner, settings):
+    ingest(settings)
+    env = {"KB_DATA_DIR": str(settings.data_dir), "KB_CONTENT_DIR": str(settings.content_dir),
+           "KB_SECRET_KEY": settings.secret_key, "KB_PUBLIC_URL": "http://testserver"}
+
+    def invoke(*args: str, stdin: str | bytes | None = None):
+        return runner.invoke(cli, ["match", *args], input=stdin, env=env)
+    return invoke
+
+
+def test_a_confident_match_prints_the_root_cause_and_fixes(kb, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(f"(WorkerDict pid=1, ip=10.0.0.1) {KV}\n")
+    result = kb(str(log))
+    assert result.exit_code == 0, result.output
+    assert "ROLL-901" in result.output and "matched:" in result.output and "Fix 1" in result.output
+
+
+def test_json_is_the_api_answer(kb, settings):
+    text = f"(WorkerDict pid=1, ip=10.0.0.1) {KV}\n{WATCHDOG}"
+    cli_answer = json.loads(kb("--json", "-", stdin=text).output)
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(settings)) as client:
+        api_answer = client.post("/api/v1/match", json={"text": text}).json()
+    for answer in (cli_answer, api_answer):
+        answer.pop("took_ms")
+    assert cli_answer == api_answer
+    assert [m["code"] for m in cli_answer["matches"]][:2] == ["ROLL-901", "DIST-901"]
+    assert cli_answer["matches"][1]["consequence_of"] == "ROLL-901"
+
+
+def test_a_cascade_beside_an_unknown_crash_names_that_crash(kb):
+    result = kb("-", stdin=f"{UNKNOWN_CRASH}\n(WorkerDict pid=1300, ip=10.0.0.1) {WATCHDOG}")
+    assert result.exit_code == 1, result.output
+    assert "No entry of the manual matches this error with confidence." in result.output
+    assert "The crash it does not cover (lines 1-4): IndexError: list index out of range" in result.output
+
+
+@pytest.mark.parametrize("stdin", ["", "  \n\n", b"\x00\x00"[:0]])
+def test_empty_input_exits_2_with_a_message(kb, stdin):
+    result = kb("-", stdin=stdin)
+    assert result.exit_code == 2
+    assert "the input is empty" in result.output
+
+
+def test_a_missing_file_exits_2(kb, tmp_path):
+    result = kb(str(tmp_path / "nope.log"))
+    assert result.exit_code == 2 and "cannot read" in result.output
+
+
+def test_invalid_utf8_is_diagnosed(kb):
+    result = kb("--json", "-", stdin=b"\xff\xfe (WorkerDict pid=1) " + KV.encode())
+    assert result.exit_code == 0
+    assert json.loads(result.output)["matches"][0]["code"] == "ROLL-901"
