@@ -97,6 +97,22 @@ def test_terminal_wrapped_lines_are_joined():
     assert long_line in paste.lines
 
 
+def test_one_wrapped_error_line_is_joined_but_a_new_record_is_not():
+    error = ("(WorkerDict pid=90412, ip=10.20.1.7) RuntimeError: Expected all tensors to be on the same device, but got "
+             "index is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper)")
+    pieces = [error[:120], error[120:]]
+    paste = normalise("\n".join([*pieces, "(WorkerDict pid=90412, ip=10.20.1.7) Traceback (most recent call last):"]))
+    assert paste.lines == [error.split(") ", 1)[1], "Traceback (most recent call last):"]
+    assert paste.rank_of(0) is None and paste.source_of(1) == "pid=90412"
+
+
+def test_a_line_that_happens_to_be_full_width_keeps_the_next_record_apart():
+    first = "(TaskRunner pid=2210) " + "step:3 - actor/pg_loss:0.26 " * 3 + "x" * 14  # 120 characters
+    assert len(first) == 120
+    paste = normalise("\n".join([first, "ValueError: Total available GPUs 7.0 is less than total desired GPUs 8"]))
+    assert paste.lines[1] == "ValueError: Total available GPUs 7.0 is less than total desired GPUs 8"
+
+
 def test_lines_of_equal_length_are_not_joined_when_identical():
     same = "[rank0]: " + "W" * 71  # 80 characters, repeated: a real log, not a wrap
     paste = normalise("\n".join([same] * 5 + ["end"]))

@@ -2,7 +2,8 @@
 
 The checker proves each example as written; users paste the same text behind Ray's worker prefixes,
 rank prefixes, colour codes a web page stripped of their ESC byte, an issue comment's quote marks,
-Markdown fences with escaped underscores, Windows line ends, or after a long stretch of training log.
+Markdown fences with escaped underscores, Windows line ends, after a long stretch of training log, or
+copied from a terminal that wrapped every long line at its width.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ TRAINING_LOG = [
     f"- response_length/mean:320.0 - timing_s/gen:19.{step}"
     for step in range(150)
 ]
+
+
+def hard_wrapped(lines: list[str], width: int) -> list[str]:
+    """What a terminal that wraps at ``width`` columns hands over when its text is copied."""
+    return [line[start:start + width] for line in lines for start in range(0, max(len(line), 1), width)]
+
+
 DISGUISES = {
     "ray worker prefix": lambda lines: [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines],
     "rank prefix": lambda lines: [f"[rank3]: {line}" for line in lines],
@@ -25,6 +33,9 @@ DISGUISES = {
     "issue comment quote": lambda lines: [f"> {line}" for line in lines],
     "markdown fence and escapes": lambda lines: ["```", *(line.replace("_", "\\_") for line in lines), "```"],
     "after a long training log": lambda lines: [*TRAINING_LOG, *lines],
+    "hard-wrapped at 120 columns": lambda lines: hard_wrapped(lines, 120),
+    "ray worker prefix, hard-wrapped at 100 columns": lambda lines: hard_wrapped(
+        [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100),
 }
 
 

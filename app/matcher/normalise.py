@@ -60,7 +60,11 @@ RANK_RE = re.compile(r"\[(?:rank|RANK|Rank)\s?(\d{1,5})\]|\s\[(\d{1,5})\]$|^(\d{
 # Terminal and web-console widths that wrap long lines; a log whose longest lines all stop at one of
 # these, many times and with different text, was wrapped by its viewer.
 WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
-WRAP_MIN_LINES = 3
+# A line that starts a record of its own, so it cannot be the wrapped tail of the line above.
+RECORD_START_RE = re.compile(
+    r"\s*(?:Traceback \(most recent call last\)|File \"|During handling of|The above exception"
+    r"|(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Warning)\b)"
+)
 
 
 @dataclass
@@ -139,35 +143,47 @@ def strip_prefixes(text: str) -> str:
 
 
 def unwrap(lines: list[str]) -> list[str]:
-    """Join lines a terminal wrapped at a fixed width (many lines exactly as long as the longest)."""
+    """Join the physical lines a terminal wrapped at a fixed width back into logical lines.
+
+    A line exactly as long as the longest, at a common terminal width, joins the line after it when
+    that line reads as a continuation, not as a record of its own (a log prefix, a traceback line,
+    an exception), and when it is not one of a run of identical lines.
+    """
     width = max(map(len, lines), default=0)
     if width not in WRAP_WIDTHS:
         return lines
-    at_width = [line for line in lines if len(line) == width]
-    if len(at_width) < WRAP_MIN_LINES or len(set(at_width)) < WRAP_MIN_LINES:
-        return lines
     joined: list[str] = []
     carry = ""
-    for line in lines:
-        if len(line) == width:
+    for index, line in enumerate(lines):
+        previous, following = lines[index - 1] if index else None, lines[index + 1] if index + 1 < len(lines) else None
+        # the same full-width line twice in a row is a log's own repeated line, not a wrap
+        if len(line) == width and following is not None and line not in (previous, following) and _continues(following):
             carry += line
             continue
         joined.append(carry + line)
         carry = ""
-    if carry:
-        joined.append(carry)
     return joined
 
 
+def _continues(line: str) -> bool:
+    """Whether a line can be the wrapped rest of the line above it."""
+    if not line.strip() or RECORD_START_RE.match(line):
+        return False
+    prefix = PREFIX_RUN_RE.match(line)
+    return not (prefix and prefix.group(0).strip())
+
+
 def normalise(data: bytes | str) -> Paste:
-    """Return the paste as clean, prefix-free text and lines (blank lines kept: they end messages)."""
+    """Return the paste as clean, prefix-free text and lines (blank lines kept: they end messages).
+
+    Wrapped lines are joined before prefixes go: a terminal wraps the whole physical line, prefix and all.
+    """
     cleaned = clean_text(decode(data))
-    lines = [line.rstrip() for line in strip_prefixes(cleaned).split("\n")]
-    wrapped = unwrap(lines)
-    prefixed = cleaned.split("\n") if wrapped is lines else None
-    if prefixed is not None and len(prefixed) != len(lines):  # a prefix spanned a line break: no rank map
+    prefixed = unwrap(cleaned.split("\n"))
+    lines = [line.rstrip() for line in strip_prefixes("\n".join(prefixed)).split("\n")]
+    if len(prefixed) != len(lines):  # a prefix spanned a line break: no rank map
         prefixed = None
-    return Paste("\n".join(wrapped), wrapped, _line_starts(wrapped), prefixed)
+    return Paste("\n".join(lines), lines, _line_starts(lines), prefixed)
 
 
 def _line_starts(lines: list[str]) -> list[int]:

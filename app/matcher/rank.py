@@ -192,7 +192,8 @@ class Matcher:
         if self.fulltext is None:
             return []
         if blocks and blocks[-1].truncated:
-            results = self._prefer_raised(blocks[-1], self.fulltext(_fragment_query(blocks[-1], paste, blocks), FRAGMENT_POOL))
+            query = _fragment_query(blocks[-1], paste, blocks)
+            results = self._prefer_raised(blocks[-1], self.fulltext(query, FRAGMENT_POOL))
         else:
             parts = [block.exception_line for block in blocks[-3:]] or paste.lines[-5:]
             results = self.fulltext(NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS]), limit)
