@@ -10,6 +10,7 @@ from app.ingest import ingest
 from app.matcher import Matcher
 from app.matcher.blocks import split_blocks
 from app.matcher.normalise import normalise
+from app.settings import ROOT
 
 KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
@@ -211,3 +212,17 @@ ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_gen
     assert without_wrapper[0].code == "ROLL-901"
     assert matches[0].code == "TRAIN-901"
     assert all(match.confidence == "low" for match in matches)
+
+
+def test_with_cascades_only_the_first_to_appear_leads():
+    # the vLLM engine died first; Ray's note that a worker died follows from it
+    catalog = load_catalog_strict(ROOT / "content" / "errors")
+    text = "\n".join([
+        "(AgentLoopWorker pid=5101) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+        "See stack trace (above) for the root cause.",
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+        "the problem, check the logs for the dead worker.",
+    ])
+    matches = Matcher(catalog).diagnose(text).matches
+    assert [match.code for match in matches[:2]] == ["ROLL-005", "DIST-001"]
+    assert not matches[0].root_cause and matches[0].confidence == "medium"

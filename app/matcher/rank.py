@@ -1,4 +1,5 @@
 """Rank entries for a paste: signature hits on the root-cause block first, cascades after, full text last.
+When a log holds only cascades, the first to appear leads: it is the nearest to what started them.
 
 Confidence: ``high`` when a signature matched the exception (or its message) of the block that ranks
 first; ``medium`` for other signature hits; ``low`` for full-text suggestions. A log whose final
@@ -144,7 +145,11 @@ class Matcher:
                 match.score -= EXCLUDED_PENALTY
                 match.demoted_because = reason
             matches.append(match)
-        matches.sort(key=lambda m: (-m.score, m.code))
+        if primaries:
+            matches.sort(key=lambda m: (-m.score, m.code))
+        else:
+            # cascades only: the first to appear is the nearest to the failure that started them
+            matches.sort(key=lambda m: (m.block is None, m.block if m.block is not None else 0, -m.score, m.code))
         explained = {hit.block for hit in hits if hit.block is not None}
         self._assign_confidence(matches, best, blocks, explained)
         return matches
