@@ -93,13 +93,10 @@ class Matcher:
         blocks = split_blocks(paste, {paste.line_at(start) for _sig, spans in found for start, _end in spans})
         environment = extract_environment(paste)
         hits = self._locate(paste, blocks, found)
-        matches = self._rank(hits, blocks, paste, environment)
-        if not any(match.confidence in ("high", "medium") for match in matches):
-            seen = {match.code for match in matches}
-            fragments = [match for match in self._fragments(blocks, paste) if match.code not in seen]
-            seen |= {match.code for match in fragments}
-            matches += fragments + self._fallback(blocks, paste, seen, limit)
         explained = {hit.block for hit in hits if hit.block is not None}
+        matches = self._rank(hits, blocks, paste, environment, explained)
+        if not any(match.confidence in ("high", "medium") for match in matches):
+            matches += self._suggestions(blocks, paste, {match.code for match in matches}, limit)
         return Diagnosis(matches[:limit], blocks, environment, (time.perf_counter() - started) * 1000, paste, explained)
 
     def _locate(self, paste: Paste, blocks: list[Block], found) -> list[_Hit]:
@@ -119,12 +116,12 @@ class Matcher:
         score += ON_EXCEPTION if hit.on_exception else IN_BLOCK
         # the earliest error is the likeliest root cause; later ones are often its echo
         score += EARLY_BONUS * (1 - hit.block / len(blocks))
-        frames = self.catalog.get(hit.code).meta.frames
-        if frames and any(name in frame for frame in blocks[hit.block].context for name in frames):
+        if _shows_frames(blocks[hit.block], self.catalog.get(hit.code).meta.frames):
             score += FRAME_BONUS
         return score
 
-    def _rank(self, hits: list[_Hit], blocks: list[Block], paste: Paste, environment: Environment) -> list[Match]:
+    def _rank(self, hits: list[_Hit], blocks: list[Block], paste: Paste, environment: Environment,
+              explained: set[int]) -> list[Match]:
         best: dict[str, tuple[float, _Hit]] = {}
         for hit in hits:
             score = self._score(hit, blocks)
@@ -150,7 +147,6 @@ class Matcher:
         else:
             # cascades only: the first to appear is the nearest to the failure that started them
             matches.sort(key=lambda m: (m.block is None, m.block if m.block is not None else 0, -m.score, m.code))
-        explained = {hit.block for hit in hits if hit.block is not None}
         self._assign_confidence(matches, best, blocks, explained)
         return matches
 
@@ -175,34 +171,36 @@ class Matcher:
             if best[match.code][1].block is None:
                 match.confidence = "low"
 
-    def _fragments(self, blocks: list[Block], paste: Paste) -> list[Match]:
-        """A traceback cut off before its last line: search with what remains (wrapper type, the lines just
-        before it, its own frames and code, Ray's plumbing left out).
+    def _suggestions(self, blocks: list[Block], paste: Paste, seen: set[str], limit: int) -> list[Match]:
+        """Full-text suggestions, all ``low``, for a paste no signature answers with confidence.
 
-        A clear winner (twice the full-text score of the runner-up) leads the suggestions, still ``low``:
-        with the error line gone the answer never claims to know the failure.
+        A traceback cut off before its last line is searched with what remains (wrapper type, the lines
+        just before it, its own frames and code, Ray's plumbing left out); a clear winner (twice the
+        score of the runner-up) leads, still ``low``: with the error line gone the answer never claims
+        to know the failure. Otherwise the last error lines are the query.
         """
-        truncated = [block for block in blocks if block.truncated and block.kind == "traceback"]
-        if self.fulltext is None or not truncated:
-            return []
-        block = truncated[-1]
-        results = self._prefer_raised(block, self.fulltext(_fragment_query(block, paste, blocks), FRAGMENT_POOL))[:2]
-        if not results or (len(results) > 1 and results[0][1] < FRAGMENT_DOMINANCE * results[1][1]):
-            return []
-        code, score = results[0]
-        return [Match(code, round(score, 3), "low", paste.lines[block.end].strip()[:2000], "", len(blocks) - 1,
-                      line_index=block.end, demoted_because="matched on the fragments of a truncated traceback")]
-
-    def _fallback(self, blocks: list[Block], paste: Paste, seen: set[str], limit: int) -> list[Match]:
         if self.fulltext is None:
             return []
-        if blocks and blocks[-1].truncated:
-            query = _fragment_query(blocks[-1], paste, blocks)
-            results = self._prefer_raised(blocks[-1], self.fulltext(query, FRAGMENT_POOL))
+        truncated = [block for block in blocks if block.truncated and block.kind == "traceback"]
+        cut = truncated[-1] if truncated else None
+        fragment_results = []
+        if cut is not None:
+            query = _fragment_query(cut, paste, blocks)
+            fragment_results = self._prefer_raised(cut, self.fulltext(query, FRAGMENT_POOL))
+        suggestions = []
+        lead = fragment_results[:2]
+        if lead and (len(lead) == 1 or lead[0][1] >= FRAGMENT_DOMINANCE * lead[1][1]) and lead[0][0] not in seen:
+            code, score = lead[0]
+            suggestions.append(Match(code, round(score, 3), "low", paste.lines[cut.end].strip()[:2000], "",
+                                     len(blocks) - 1, line_index=cut.end,
+                                     demoted_because="matched on the fragments of a truncated traceback"))
+            seen = seen | {code}
+        if blocks and blocks[-1] is cut:
+            results = fragment_results
         else:
             parts = [block.exception_line for block in blocks[-3:]] or paste.lines[-5:]
             results = self.fulltext(NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS]), limit)
-        return [Match(code, round(score, 3), "low") for code, score in results[:limit] if code not in seen]
+        return suggestions + [Match(code, round(score, 3), "low") for code, score in results[:limit] if code not in seen]
 
     def _prefer_raised(self, block: Block, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
         """Entries about the type a Ray wrapper names (``RayTaskError(ModuleNotFoundError)``) go first,
@@ -217,11 +215,15 @@ class Matcher:
         def group(result: tuple[str, float]) -> tuple[bool, bool]:
             meta = self.catalog.get(result[0]).meta
             raised = meta.exception.rsplit(".", 1)[-1] == block.wrapped_type
-            framed = any(name in frame for frame in block.context for name in meta.frames)
+            framed = _shows_frames(block, meta.frames)
             return not raised, not framed
 
         return sorted(results, key=group)
 
+
+def _shows_frames(block: Block, names: list[str]) -> bool:
+    """Whether the block's frames or the Ray tasks around it name one of an entry's functions."""
+    return any(name in frame for frame in block.context for name in names)
 
 
 def _fragment_query(block: Block, paste: Paste, blocks: list[Block]) -> str:
