@@ -7,6 +7,8 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
+from app.views import uncovered_crash
+
 FIXES_SHOWN = 3
 
 
@@ -16,7 +18,7 @@ def print_diagnosis(console: Console, result: dict) -> None:
     confident = [m for m in matches if m["confidence"] in ("high", "medium")]
     if not confident:
         console.print("No entry of the manual matches this error with confidence.", style="bold yellow")
-        crash = _unexplained_crash(result)
+        crash = uncovered_crash(result)
         if crash:
             console.print(f"The crash it does not cover (lines {crash['first_line']}-{crash['last_line']}): "
                           f"{crash['exception_line'][:300]}", markup=False)
@@ -51,9 +53,3 @@ def _environment(console: Console, result: dict) -> None:
     if parts:
         console.print("environment in the log: " + ", ".join(parts), style="dim", markup=False)
 
-
-def _unexplained_crash(result: dict) -> dict | None:
-    """The last complete traceback no entry explains: most likely what really stopped the run."""
-    crashes = [block for block in result["blocks"]
-               if block["kind"] == "traceback" and not block["truncated"] and not block["explained"]]
-    return crashes[-1] if crashes else None

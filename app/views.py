@@ -151,6 +151,14 @@ def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, u
     }
 
 
+def uncovered_crash(result: dict) -> dict | None:
+    """The last complete traceback of a match answer that no entry explains: most likely what really
+    stopped the run, named when the manual has no confident answer."""
+    crashes = [block for block in result["blocks"]
+               if block["kind"] == "traceback" and not block["truncated"] and not block["explained"]]
+    return crashes[-1] if crashes else None
+
+
 COMPACT_FIXES = 2
 
 

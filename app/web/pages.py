@@ -15,7 +15,8 @@ from app.web.entry_markdown import entry_markdown
 from app.web.identity import client_address, csrf_token, csrf_valid, set_voter_cookie, voter_of
 from app.web.voting import VoteRefused, cast_vote
 from app.web.templating import templates
-from app.views import browse_data, categories_data, entry_data, match_data, match_stats, search_data
+from app.views import (browse_data, categories_data, entry_data, match_data, match_stats, search_data,
+                       uncovered_crash)
 
 router = APIRouter(include_in_schema=False)
 LANG_COOKIE = "kb_lang"
@@ -116,7 +117,7 @@ async def paste_submit(request: Request, snapshot: SnapshotDep, session: Session
     lines = diagnosis.paste.lines
     for match, raw in zip(result["matches"], diagnosis.matches):
         match["context"] = _context(lines, raw.line_index)
-    return render(request, "paste.html", {"text": text, "result": result})
+    return render(request, "paste.html", {"text": text, "result": result, "crash": uncovered_crash(result)})
 
 
 def _context(lines: list[str], index: int | None, around: int = 3) -> list[dict]:
