@@ -60,7 +60,7 @@ def test_a_cascade_beside_an_unknown_crash_names_that_crash(kb):
     assert "The crash it does not cover (lines 1-4): IndexError: list index out of range" in result.output
 
 
-@pytest.mark.parametrize("stdin", ["", "  \n\n", b"\x00\x00"[:0]])
+@pytest.mark.parametrize("stdin", ["", "  \n\n", b""])
 def test_empty_input_exits_2_with_a_message(kb, stdin):
     result = kb("-", stdin=stdin)
     assert result.exit_code == 2

@@ -57,10 +57,11 @@ PREFIX_RUN_RE = re.compile(_PREFIX_RUN)
 PREFIX_AFTER_NEWLINE_RE = re.compile(r"\n" + _PREFIX_RUN)
 SOURCE_RE = re.compile(r"pid=\d+|\[(?:rank|RANK|Rank)\s?\d{1,5}\]")
 RANK_RE = re.compile(r"\[(?:rank|RANK|Rank)\s?(\d{1,5})\]|\s\[(\d{1,5})\]$|^(\d{1,4}):\s")
-# Terminal and web-console widths that wrap long lines; a log whose longest lines all stop at one of
-# these, many times and with different text, was wrapped by its viewer.
+# Terminal and web-console widths that wrap long lines: a line exactly as long as the longest, at one
+# of these widths, may have been cut there by the viewer it was copied from.
 WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
-# A line that starts a record of its own, so it cannot be the wrapped tail of the line above.
+# A line that starts a record of its own, so it cannot be the wrapped tail of the line above. Looser
+# than the block reader's patterns on purpose: a frame line cut short by the wrap still starts one.
 RECORD_START_RE = re.compile(
     r"\s*(?:Traceback \(most recent call last\)|File \"|During handling of|The above exception"
     r"|(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Warning)\b)"
@@ -74,9 +75,9 @@ class Paste:
     text: str
     lines: list[str]
     offsets: list[int]
-    # Line i of the cleaned text with its prefixes still on; None when wrapped lines were rejoined
-    # (the line numbers no longer correspond). Ranks are read from it only for the few lines that
-    # form blocks, which keeps the whole-text prefix pass free of per-line Python work.
+    # Line i of the cleaned (and unwrapped) text with its prefixes still on; None when a prefix spanned
+    # a line break, so line numbers no longer correspond. Ranks and sources are read from it only for
+    # the few lines that form blocks, which keeps the whole-text prefix pass free of per-line work.
     prefixed: list[str] | None = field(default=None, repr=False)
 
     def line_at(self, position: int) -> int:
@@ -155,9 +156,11 @@ def unwrap(lines: list[str]) -> list[str]:
     joined: list[str] = []
     carry = ""
     for index, line in enumerate(lines):
-        previous, following = lines[index - 1] if index else None, lines[index + 1] if index + 1 < len(lines) else None
+        following = lines[index + 1] if index + 1 < len(lines) else None
+        previous = lines[index - 1] if index else None
         # the same full-width line twice in a row is a log's own repeated line, not a wrap
-        if len(line) == width and following is not None and line not in (previous, following) and _continues(following):
+        wrapped = len(line) == width and following is not None and line not in (previous, following)
+        if wrapped and _continues(following):
             carry += line
             continue
         joined.append(carry + line)
