@@ -190,6 +190,10 @@ def test_invalid_bytes_are_diagnosed_not_raised(matcher):
     assert diagnosis.matches[0].code == "ROLL-901"
 
 
+def test_a_str_with_a_lone_surrogate_is_diagnosed_not_raised(matcher):
+    assert matcher.diagnose(f"\ud800 (WorkerDict pid=1) {KV}").matches[0].code == "ROLL-901"
+
+
 def test_a_ray_wrapper_without_its_inner_error_is_a_truncated_block():
     text = """ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)
   File "/home/xxx/workdir/verl/verl/trainer/main_ppo.py", line 168, in main_task

@@ -119,6 +119,12 @@ def test_lines_of_equal_length_are_not_joined_when_identical():
     assert len(paste.lines) == 6
 
 
+def test_lone_surrogates_in_a_str_are_replaced():
+    # a str straight from JSON can hold half a surrogate pair; RE2 cannot search it as UTF-8
+    paste = normalise(f"\ud800 {OOM}")
+    assert paste.lines == [f"? {OOM}"]
+
+
 def test_invalid_utf8_and_nul_bytes_never_raise():
     raw = b"\xff\xfe(WorkerDict pid=1) ValueError: bad \x00byte \xc3\x28 here\n"
     paste = normalise(raw)

@@ -111,9 +111,16 @@ class Paste:
 
 
 def decode(data: bytes | str) -> str:
-    """Decode bytes as UTF-8 with replacement; never fails."""
+    """Decode bytes as UTF-8 with replacement; never fails. A str with lone surrogates (JSON allows
+    "\\ud800") gets them replaced too: RE2 searches UTF-8, which cannot hold them."""
     if isinstance(data, bytes):
         return data.decode("utf-8", errors="replace")
+    if data.isascii():
+        return data
+    try:
+        data.encode("utf-8")
+    except UnicodeEncodeError:
+        return data.encode("utf-8", errors="replace").decode("utf-8")
     return data
 
 
