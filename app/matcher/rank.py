@@ -89,7 +89,7 @@ class Matcher:
         """Return ranked matches for a paste, root cause first."""
         started = time.perf_counter()
         paste = normalise(text)
-        found = self.signatures.hits(paste.text)
+        found = self.signatures.hits(paste.searchable)
         blocks = split_blocks(paste, {paste.line_at(start) for _sig, spans in found for start, _end in spans})
         environment = extract_environment(paste)
         hits = self._locate(paste, blocks, found)

@@ -63,19 +63,19 @@ class SignatureSet:
     def __len__(self) -> int:
         return len(self.signatures)
 
-    def hits(self, text: str) -> list[tuple[Signature, list[tuple[int, int]]]]:
-        """Return each signature that matches ``text`` with up to 64 (start, end) spans."""
+    def hits(self, text: str | bytes) -> list[tuple[Signature, list[tuple[int, int]]]]:
+        """Return each signature that matches ``text`` with up to 64 (start, end) spans.
+
+        Pass a paste's ``searchable`` form: RE2 works on UTF-8 and, given a str, encodes it and maps
+        byte offsets back to characters on every call; ASCII bytes spare it both (offsets agree).
+        """
         if self._empty or not text:
             return []
-        # RE2 works on UTF-8; given a str it encodes it and maps byte offsets back to characters on
-        # every call. Encode once, and search the bytes directly when they are ASCII (offsets agree).
-        encoded = text.encode("utf-8", "surrogatepass")
-        subject: str | bytes = encoded if len(encoded) == len(text) else text
         found = []
-        for index in sorted(self._set.Match(encoded) or ()):
+        for index in sorted(self._set.Match(text) or ()):
             signature = self.signatures[index]
             spans = []
-            for match in signature.compiled.finditer(subject):
+            for match in signature.compiled.finditer(text):
                 spans.append(match.span())
                 if len(spans) >= MAX_LOCATIONS:
                     break
