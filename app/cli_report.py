@@ -7,6 +7,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
+from app.matcher import CONFIDENT
 from app.views import uncovered_crash
 
 FIXES_SHOWN = 3
@@ -15,7 +16,7 @@ FIXES_SHOWN = 3
 def print_diagnosis(console: Console, result: dict) -> None:
     """Root cause first with its matched line and top fixes; then cascades and other candidates."""
     matches = result["matches"]
-    confident = [m for m in matches if m["confidence"] in ("high", "medium")]
+    confident = [m for m in matches if m["confidence"] in CONFIDENT]
     if not confident:
         console.print("No entry of the manual matches this error with confidence.", style="bold yellow")
         crash = uncovered_crash(result)

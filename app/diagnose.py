@@ -9,14 +9,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.entries import load_catalog_strict
-from app.matcher import Matcher
+from app.matcher import CONFIDENT, Matcher
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
 from app.store.db import make_engine
 from app.views import match_data, match_stats
 
-CONFIDENT = ("high", "medium")
 EXPECT_PREFIX = "# expect:"
 SOURCE_PREFIX = "# source:"
 

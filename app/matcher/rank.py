@@ -21,6 +21,7 @@ from app.matcher.signatures import SignatureSet
 
 # Full-text fallback: (query text, limit) -> [(code, score)]
 FullText = Callable[[str, int], list[tuple[str, float]]]
+CONFIDENT = ("high", "medium")  # a diagnosis; ``low`` is only a suggestion
 
 BASE_SCORE = 100.0
 ON_EXCEPTION = 30.0
@@ -95,7 +96,7 @@ class Matcher:
         hits = self._locate(paste, blocks, found)
         explained = {hit.block for hit in hits if hit.block is not None}
         matches = self._rank(hits, blocks, paste, environment, explained)
-        if not any(match.confidence in ("high", "medium") for match in matches):
+        if not any(match.confidence in CONFIDENT for match in matches):
             matches += self._suggestions(blocks, paste, {match.code for match in matches}, limit)
         return Diagnosis(matches[:limit], blocks, environment, (time.perf_counter() - started) * 1000, paste, explained)
 
