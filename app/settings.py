@@ -49,7 +49,7 @@ class Settings(BaseSettings):
         description="Host headers the MCP endpoint accepts (`host:port`, `host:*`); add your public hostname.",
     )
     public_url: str = Field(
-        "", description="Base URL of the manual as users reach it (links in MCP answers and oEmbed); "
+        "", description="Base URL of the manual as users reach it (links in MCP answers, oEmbed and `kb match`); "
         "empty means `http://KB_HOST:KB_PORT`.",
     )
     secret_key: str = Field(
