@@ -58,6 +58,17 @@ class Settings(BaseSettings):
     search_cache_size: int = Field(
         2048, ge=0, le=1_000_000, description="Search results kept per index generation (0 turns the cache off)."
     )
+    max_concurrent_requests: int = Field(
+        4, ge=1, le=256, description="Requests worked on at once per server process (diagnoses, pages, votes); "
+        "more wait in the queue. CPU-bound work gains nothing from more than a few per core.",
+    )
+    max_queued_requests: int = Field(
+        256, ge=0, le=100_000, description="Requests allowed to wait for a free slot; one more is refused at once "
+        "with 503 and `Retry-After`.",
+    )
+    queue_timeout: float = Field(
+        10.0, gt=0, le=600, description="Seconds a request may wait for a free slot before it gets 503 with `Retry-After`.",
+    )
     verl_version: str = Field("0.9.1", description="The verl release whose config keys and modules `kb check` verifies against.")
 
     @field_validator("cors_origins", "allowed_hosts", mode="before")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -100,18 +101,37 @@ def votes_in_window(*, session: Session, since: datetime, voter: str, ip_hash: s
     return int(by_voter), int(by_ip)
 
 
-def environment_breakdown(*, session: Session, code: str) -> dict[str, dict[str, dict[str, dict[str, int]]]]:
-    """fix id -> field -> value -> {"up", "down"}, for the votes that said which environment they ran."""
-    breakdown: dict = {}
-    for field_name in ENVIRONMENT_FIELDS:
-        column = getattr(Vote, field_name)
-        statement = (
-            select(Vote.fix_id, column, func.sum(case((Vote.worked, 1), else_=0)), func.sum(case((Vote.worked, 0), else_=1)))
-            .where(Vote.code == code, column.is_not(None)).group_by(Vote.fix_id, column)
-        )
-        for fix_id, value, up, down in session.exec(statement):
-            breakdown.setdefault(fix_id, {}).setdefault(field_name, {})[value] = {"up": int(up), "down": int(down)}
-    return breakdown
+@dataclass(frozen=True)
+class EntryVotes:
+    """What one entry's page shows of its votes: counts per fix, per environment a voter named, comments."""
+
+    stats: dict[tuple[str, str], FixStats]
+    environments: dict[str, dict[str, dict[str, dict[str, int]]]]  # fix id -> field -> value -> {"up", "down"}
+    comments: dict[str, list[dict]]  # fix id -> newest comments
+
+    @property
+    def key(self) -> str:
+        """Equal for equal votes: with the content, it decides what an entry page shows."""
+        stats = sorted((fix_id, s.votes_up, s.votes_down) for (_code, fix_id), s in self.stats.items())
+        return json.dumps([stats, self.environments, self.comments], sort_keys=True)
+
+
+def entry_votes(*, session: Session, code: str) -> EntryVotes:
+    """Counts and environment breakdown of one entry's votes from one query on the indexed code; the
+    comments from a second, only when there are votes at all."""
+    columns = [getattr(Vote, name) for name in ENVIRONMENT_FIELDS]
+    statement = select(Vote.fix_id, Vote.worked, *columns, func.count()).where(Vote.code == code).group_by(
+        Vote.fix_id, Vote.worked, *columns)
+    counts: dict[str, list[int]] = {}
+    environments: dict = {}
+    for fix_id, worked, *values, count in session.exec(statement):
+        counts.setdefault(fix_id, [0, 0])[0 if worked else 1] += count
+        for name, value in zip(ENVIRONMENT_FIELDS, values):
+            if value is not None:
+                tally = environments.setdefault(fix_id, {}).setdefault(name, {}).setdefault(value, {"up": 0, "down": 0})
+                tally["up" if worked else "down"] += count
+    stats = {(code, fix_id): FixStats(up, down) for fix_id, (up, down) in counts.items()}
+    return EntryVotes(stats, environments, recent_comments(session=session, code=code) if stats else {})
 
 
 def recent_comments(*, session: Session, code: str, limit: int = RECENT_COMMENTS) -> dict[str, list[dict]]:

@@ -130,6 +130,10 @@ class Server:
                 raise RuntimeError("server did not become healthy")
             time.sleep(0.02)
 
+    def rss_mib(self) -> float:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
     def peak_rss_mib(self) -> float:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024

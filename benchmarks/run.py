@@ -9,7 +9,12 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks import measure
+from benchmarks import load, measure
+
+POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+# goal per path as a ratio to /healthz (issue: entry pages and search >= 0.5x, a short paste >= 0.3x)
+LOAD_GOALS = {"POST /api/v1/match (short paste)": 0.3, "POST /paste (form)": 0.3, "GET /errors/{code}": 0.5,
+              "GET /api/v1/errors/{code}": 0.5, "GET /api/v1/search": 0.5, "MCP diagnose_log": 0.3}
 
 OUT = Path(__file__).resolve().parent
 HEADER = """# Benchmarks
@@ -25,16 +30,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=10, help="duration of each HTTP load run")
     parser.add_argument("--sizes", default="100,1000,10000", help="synthetic corpus sizes for the search engine")
+    parser.add_argument("--load-seconds", type=int, default=30, help="duration of each path's load (wrk, 64 connections)")
+    parser.add_argument("--only-load", action="store_true", help="run the load tables alone")
     args = parser.parse_args()
     started = time.time()
-    results = {
+    loads = {"SQLite, one server": load.load_figures(args.load_seconds)}
+    if _postgres_reachable():
+        loads["PostgreSQL, two servers"] = load.load_figures(args.load_seconds, POSTGRES_URL)
+    if args.only_load:
+        print(load_tables(loads))
+        return
+    results = {"load": loads,
         "matcher": measure.matcher_figures(),
         "search": measure.search_figures(tuple(int(size) for size in args.sizes.split(","))),
         "http": measure.http_figures(args.seconds),
         "startup": measure.startup_figures(),
     }
     (OUT / "results.json").write_text(json.dumps(results, indent=2))
-    (OUT / "README.md").write_text(HEADER + table(results) + footer(started))
+    (OUT / "README.md").write_text(HEADER + table(results) + "\n" + load_tables(loads) + footer(started))
     print((OUT / "README.md").read_text())
 
 
@@ -71,6 +84,36 @@ def table(r: dict) -> str:
     lines = ["| figure | measured | goal | met |", "|---|---|---|---|"]
     lines += [f"| {name} | {value} | {goal} | {'yes' if met else '**no**'} |" for name, value, goal, met in rows]
     return "\n".join(lines) + "\n"
+
+
+def load_tables(loads: dict) -> str:
+    """One table per database: every path under 64 connections, as a ratio to /healthz in the same run."""
+    parts = []
+    for label, figures in loads.items():
+        parts.append(f"### Load: {label} (wrk, {load.CONNECTIONS} connections, {figures['seconds']} s per path)\n")
+        parts.append("| path | req/s | vs /healthz | goal | not 2xx | socket errors | slowest /healthz during it | server RSS before → after |")
+        parts.append("|---|---|---|---|---|---|---|---|")
+        for name, row in figures["rows"].items():
+            goal = LOAD_GOALS.get(name)
+            met = "" if goal is None else (" (met)" if row["ratio"] >= goal else " (**not met**)")
+            parts.append(f"| {name} | {row['rps']:.0f} | {row['ratio']:.2f}x | {f'>= {goal}x' if goal else 'answered, /healthz < 1 s'}{met} "
+                         f"| {row['non_2xx']} | {row['socket_errors']} | {row['healthz_worst_s'] * 1000:.0f} ms "
+                         f"| {row['rss_before_mib']:.0f} → {row['rss_after_mib']:.0f} MiB |")
+        parts.append(f"\nPeak memory of the server(s) over the whole run (VmHWM): {figures['peak_rss_mib']:.0f} MiB.\n")
+    return "\n".join(parts) + "\n"
+
+
+def _postgres_reachable() -> bool:
+    from sqlalchemy import create_engine, text
+
+    try:
+        engine = create_engine(POSTGRES_URL, connect_args={"connect_timeout": 2})
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        engine.dispose()
+        return True
+    except Exception:  # no server here: the PostgreSQL table is left out and says so by its absence
+        return False
 
 
 def footer(started: float) -> str:

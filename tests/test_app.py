@@ -68,3 +68,21 @@ def test_paste_page_names_the_crash_the_manual_does_not_cover(client):
     assert "The manual has no entry that matches this error with confidence." in page.text
     assert "The crash the manual does not cover" in page.text
     assert "<code>IndexError: list index out of range</code>" in page.text
+
+
+def test_cached_entry_page_shows_new_votes_and_each_voters_own_token(client):
+    """The entry page is rendered once per content and votes; a vote or another voter must still show."""
+    page = client.get("/errors/ROLL-901").text
+    token = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    assert client.get("/errors/ROLL-901").text == page  # served again, the same page
+    first_voter = dict(client.cookies)
+    client.cookies.clear()
+    other = client.get("/errors/ROLL-901").text
+    assert token not in other and 'name="csrf" value="' in other
+    client.cookies.clear()
+    client.cookies.update(first_voter)
+    voted = client.post("/errors/ROLL-901/fixes/raise-gpu-memory-utilization/vote",
+                        data={"worked": "yes", "csrf": token}, follow_redirects=False)
+    assert voted.status_code == 303
+    after = client.get("/errors/ROLL-901").text
+    assert "data-up>1<" in after and "data-up>1<" not in page

@@ -7,12 +7,12 @@ import re
 import queue
 import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from whoosh import query as q
 
+from app.lru import LRU
 from app.search.analysis import CJK_RE, analyzer
 from app.search.index import Generation
 from app.search.spelling import Speller
@@ -65,9 +65,7 @@ class SearchService:
             # docnum -> category, read once: facet counts then need no stored-field reads per query
             self._categories = [searcher.stored_fields(n)["category"] for n in range(searcher.doc_count_all())]
         # one cache per index generation: a swapped-in index comes with a new, empty cache
-        self._cache: OrderedDict[tuple, SearchResult] = OrderedDict()
-        self._cache_size = cache_size
-        self._cache_lock = threading.Lock()
+        self._cache: LRU[SearchResult] = LRU(cache_size)
 
     @contextmanager
     def _searcher(self):
@@ -86,20 +84,13 @@ class SearchService:
                page: int = 1, cached: bool = True) -> SearchResult:
         """Return one page of hits with snippets and category counts; a query with typos is corrected."""
         key = (text, category, lang, limit, page)
-        if cached:
-            with self._cache_lock:
-                found = self._cache.get(key)
-                if found is not None:
-                    self._cache.move_to_end(key)
-            if found is not None:
-                return replace(found, took_ms=0.0, cached=True)
+        found = self._cache.get(key) if cached else None
+        if found is not None:
+            return replace(found, took_ms=0.0, cached=True)
         with self._searcher() as searcher:
             result = self._search(searcher, text, category=category, lang=lang, limit=limit, page=page)
-        if cached and self._cache_size:
-            with self._cache_lock:
-                self._cache[key] = result
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+        if cached:
+            self._cache.put(key, result)
         return result
 
     def _search(self, searcher, text: str, *, category: str | None, lang: str, limit: int, page: int) -> SearchResult:

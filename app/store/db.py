@@ -15,15 +15,26 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 MIGRATION_LOCK_ID = 7_140_311  # any constant: serialises migrations of replicas starting together
 
 
+SPARE_CONNECTIONS = 4  # for health probes and the index watcher, which bypass the request limit
+
+
 def make_engine(settings: Settings) -> Engine:
-    """Create the engine; SQLite gets WAL, a busy timeout and foreign keys on every connection."""
+    """Create the engine; SQLite gets WAL, a busy timeout and foreign keys on every connection.
+
+    The pool holds a connection for every request the server works on at once (``max_concurrent_requests``)
+    plus a few spare, so a request admitted to work never waits for a connection; if one ever does, it
+    gives up after the queue timeout (503) instead of waiting 30 s.
+    """
     url = settings.sqlalchemy_url
+    pool = {"pool_size": settings.max_concurrent_requests + SPARE_CONNECTIONS, "max_overflow": SPARE_CONNECTIONS,
+            "pool_timeout": settings.queue_timeout}
     if url.startswith("sqlite"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+                               **pool)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, **pool)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.entries.model import Category
 from app.web import schemas
-from app.web.deps import SessionDep, SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
+from app.web.deps import SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.identity import client_address, set_voter_cookie, voter_of
 from app.web.voting import VoteRefused, cast_vote
-from app.views import (
-    browse_data, compact_match, compact_search, entry_data, match_data, match_stats, search_data,
-)
+from app.views import browse_data, compact_match, compact_search, entry_data, search_data
 
 router = APIRouter()
 INDEX_HEADER = "X-KB-Index"  # which index generation answered: every answer comes from exactly one
@@ -51,19 +49,21 @@ def _cached_json(request: Request, data: dict, max_age: int = 60) -> Response:
 
 
 @router.get("/api/v1/errors", response_model=schemas.ErrorList, responses=ERRORS, tags=["errors"])
-def list_errors(request: Request, snapshot: SnapshotDep, session: SessionDep, lang: Lang = "en",
+def list_errors(request: Request, state: StateDep, snapshot: SnapshotDep, lang: Lang = "en",
                 category: Category | None = None) -> Response:
     """Every entry (or one category's), in code order."""
-    data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category)
+    with state.session() as session:
+        data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category)
     errors = [{key: row[key] for key in ("code", "title", "category", "summary", "exception", "url")} for row in data["errors"]]
     return _cached_json(request, {"errors": errors, "total": len(errors)})
 
 
 @router.get("/api/v1/errors/{code}", response_model=schemas.ErrorOut, responses=ERRORS, tags=["errors"])
-def get_error(request: Request, code: str, snapshot: SnapshotDep, session: SessionDep, lang: Lang = "en") -> Response:
+def get_error(request: Request, code: str, state: StateDep, snapshot: SnapshotDep, lang: Lang = "en") -> Response:
     """One entry with its fixes ordered by how often they worked."""
     entry = get_entry_or_404(snapshot, code)
-    return _cached_json(request, entry_data(entry, snapshot.catalog, session, lang, entry_url(request)), max_age=30)
+    data = entry_data(entry, snapshot.catalog, state.entry_votes(entry.code), lang, entry_url(request))
+    return _cached_json(request, data, max_age=30)
 
 
 @router.get("/api/v1/search", response_model=schemas.SearchOut, responses={**ERRORS, **COMPACT}, tags=["search"])
@@ -78,15 +78,14 @@ def search(request: Request, response: Response, snapshot: SnapshotDep, q: Annot
 
 
 @router.post("/api/v1/match", response_model=schemas.MatchResponse, responses={**ERRORS, **COMPACT}, tags=["match"])
-async def match(request: Request, body: schemas.MatchIn, snapshot: SnapshotDep, session: SessionDep,
+async def match(request: Request, body: schemas.MatchIn, state: StateDep, snapshot: SnapshotDep,
                 settings: SettingsDep, lang: Lang = "en", compact: Compact = False):
     """Diagnose a traceback or log: the root cause first, cascades marked. The text is never stored."""
     if not body.text.strip():
         raise HTTPException(422, "text is empty: paste an error line, a traceback or a log")
     if len(body.text.encode("utf-8", "replace")) > settings.max_paste_bytes:
         raise HTTPException(413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log")
-    diagnosis = await asyncio.to_thread(snapshot.matcher.diagnose, body.text, body.limit)
-    data = match_data(diagnosis, snapshot.catalog, match_stats(diagnosis, session), lang, entry_url(request))
+    _, data = await run_in_threadpool(state.diagnose, snapshot, body.text, body.limit, lang, entry_url(request))
     headers = {INDEX_HEADER: snapshot.content_hash}
     return JSONResponse(compact_match(data) if compact else data, headers=headers)
 
@@ -94,15 +93,17 @@ async def match(request: Request, body: schemas.MatchIn, snapshot: SnapshotDep, 
 @router.post("/api/v1/errors/{code}/fixes/{fix_id}/votes", response_model=schemas.VoteOut, status_code=201,
              responses={**ERRORS, 415: {"model": schemas.ErrorResponse}}, tags=["votes"])
 def vote(request: Request, response: Response, code: str, fix_id: str, body: schemas.VoteIn, state: StateDep,
-         snapshot: SnapshotDep, session: SessionDep) -> dict:
+         snapshot: SnapshotDep) -> dict:
     """Say whether a fix worked; voting again replaces your earlier vote."""
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise HTTPException(415, "votes are accepted as application/json only")
     entry = get_entry_or_404(snapshot, code)
     voter, is_new = voter_of(request)
     try:
-        fix = cast_vote(state, session, entry, fix_id, voter=voter, client=client_address(request), worked=body.worked,
-                        comment=body.comment, environment=body.model_dump(exclude={"worked", "comment"}, exclude_none=True))
+        with state.session() as session:
+            fix = cast_vote(state, session, entry, fix_id, voter=voter, client=client_address(request),
+                            worked=body.worked, comment=body.comment,
+                            environment=body.model_dump(exclude={"worked", "comment"}, exclude_none=True))
     except VoteRefused as refused:
         headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else None
         raise HTTPException(refused.status, refused.message, headers=headers) from None

@@ -12,11 +12,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
 from app.web import api, embed, pages
+from app.web.admission import AdmissionLimit
 from app.web.mcp_tools import build_mcp, mount_mcp
 from app.web.middleware import JSON_PATHS, BodyLimitMiddleware, SecurityHeadersMiddleware, error_body
 from app.web.state import ServerState
@@ -27,6 +29,7 @@ RELOAD_POLL_SECONDS = 2.0
 BODY_PARSE_ERROR = "There was an error parsing the body"
 STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
                 415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited", 503: "not_ready"}
+POOL_RETRY_AFTER = "2"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -66,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
             allow_headers=["content-type"], allow_credentials=False,
         )
+    app.add_middleware(AdmissionLimit, settings=settings)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     return app
@@ -100,6 +104,12 @@ def _error_handlers(app: FastAPI) -> None:
                             headers=getattr(exc, "headers", None))
         return templates.TemplateResponse(request, "error.html", {"status": exc.status_code, "message": message},
                                           status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:
+        # every pooled connection stayed busy for the whole pool timeout: say so, do not answer 500
+        return Response(error_body("overloaded", "the database is busy; retry in a moment"), 503,
+                        media_type="application/json", headers={"Retry-After": POOL_RETRY_AFTER})
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:

@@ -2,40 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
-from sqlmodel import Session
 
 from app.entries import Entry
 from app.settings import Settings
 from app.web.state import ServerState, Snapshot
+from app.web.urls import url_for
 
 
-def get_state(request: Request) -> ServerState:
+# These dependencies only read attributes: async, so they run on the event loop instead of taking a
+# worker thread each (FastAPI sends every plain `def` dependency to the thread pool).
+async def get_state(request: Request) -> ServerState:
     return request.app.state.kb
 
 
-def get_snapshot(request: Request) -> Snapshot:
+async def get_snapshot(request: Request) -> Snapshot:
     snapshot = request.app.state.kb.snapshot
     if snapshot is None:
         raise HTTPException(503, "the manual is not ready: its content or index is not loaded yet")
     return snapshot
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    with Session(request.app.state.kb.engine) as session:
-        yield session
-
-
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.kb.settings
 
 
 StateDep = Annotated[ServerState, Depends(get_state)]
 SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]
-SessionDep = Annotated[Session, Depends(get_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
@@ -48,5 +43,7 @@ def get_entry_or_404(snapshot: Snapshot, code: str) -> Entry:
 
 
 def entry_url(request: Request):
-    """Return code -> URL of the entry page (root-relative, as url_for gives it)."""
-    return lambda code: str(request.url_for("entry_page", code=code))
+    """Return code -> URL of the entry page; a browse page links every entry, so the URL is built once
+    and each code appended (codes need no escaping)."""
+    prefix = str(url_for(request, "entry_page", code="_"))[:-1]
+    return lambda code: prefix + code

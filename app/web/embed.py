@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from app.views import entry_data, search_data
-from app.web.deps import SessionDep, SettingsDep, SnapshotDep, entry_url, get_entry_or_404
+from app.web.deps import SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -21,11 +21,11 @@ ENTRY_PATH_RE = re.compile(r"^/errors/([A-Za-z]+-\d{3})/?$")
 
 
 @router.get("/embed/errors/{code}", name="embed_entry")
-def embed_entry(request: Request, code: str, snapshot: SnapshotDep, session: SessionDep,
+def embed_entry(request: Request, code: str, state: StateDep, snapshot: SnapshotDep,
                 lang: Annotated[str, Query(pattern="^(en|zh)$")] = "en") -> Response:
     """A compact card: title, summary, top fixes with their counts, a link to the full entry."""
     entry = get_entry_or_404(snapshot, code)
-    data = entry_data(entry, snapshot.catalog, session, lang, entry_url(request))
+    data = entry_data(entry, snapshot.catalog, state.entry_votes(entry.code), lang, entry_url(request))
     return templates.TemplateResponse(request, "embed/card.html", {"entry": data, "lang": lang, "fixes": data["fixes"][:CARD_FIXES]})
 
 

@@ -3,17 +3,16 @@
 No `from __future__ import annotations` here: the tool signatures close over run-time limits."""
 
 
-import asyncio
 from typing import Annotated
 
 from fastapi import FastAPI
 from mcp.server import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
-from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.settings import Settings
-from app.views import entry_data, match_data, match_stats, search_data
+from app.views import entry_data, search_data
 from app.web.voting import VoteRefused, cast_vote
 
 MCP_VOTER_PREFIX = "mcp:"
@@ -53,10 +52,8 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=20)] = 5,
     ) -> dict:
         kb = state()
-        snapshot = kb.snapshot
-        diagnosis = await asyncio.to_thread(snapshot.matcher.diagnose, text, limit)
-        with Session(kb.engine) as session:
-            return match_data(diagnosis, snapshot.catalog, match_stats(diagnosis, session), "en", url_for)
+        _, data = await run_in_threadpool(kb.diagnose, kb.snapshot, text, limit, "en", url_for)
+        return data
 
     @server.tool(description="One entry of the manual with its fixes ordered by how often they worked.")
     def get_error(code: Annotated[str, Field(description="An entry code such as ROLL-001")], lang: str = "en") -> dict:
@@ -64,8 +61,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
         entry = kb.snapshot.catalog.get(code)
         if entry is None:
             raise ValueError(f"no entry with code {code!r}")
-        with Session(kb.engine) as session:
-            return entry_data(entry, kb.snapshot.catalog, session, "zh" if lang == "zh" else "en", url_for)
+        return entry_data(entry, kb.snapshot.catalog, kb.entry_votes(entry.code), "zh" if lang == "zh" else "en", url_for)
 
     @server.tool(description="Record whether a fix worked; one vote per agent session and fix, a second replaces the first.")
     def report_fix_outcome(
@@ -78,7 +74,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
         entry = kb.snapshot.catalog.get(code)
         if entry is None:
             raise ValueError(f"no entry with code {code!r}")
-        with Session(kb.engine) as session:
+        with kb.session() as session:
             try:
                 fix = cast_vote(kb, session, entry, fix_id, voter=MCP_VOTER_PREFIX + reporter, client="mcp",
                                 worked=worked, comment=comment)

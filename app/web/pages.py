@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
+import secrets
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request
-from fastapi.responses import PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.entries.model import Category
+from app.lru import LRU
 from app.votes import fix_stats, ranked_fixes
-from app.web.deps import SessionDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
+from app.web.deps import SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.entry_markdown import entry_markdown
 from app.web.identity import client_address, csrf_token, csrf_valid, set_voter_cookie, voter_of
 from app.web.voting import VoteRefused, cast_vote
 from app.web.templating import templates
-from app.views import (browse_data, categories_data, entry_data, match_data, match_stats, search_data,
-                       uncovered_crash)
+from app.web.urls import url_for
+from app.views import browse_data, categories_data, entry_data, search_data, uncovered_crash
 
 router = APIRouter(include_in_schema=False)
 LANG_COOKIE = "kb_lang"
 TOP_FIXES = 6
+# Stands for the voter's CSRF token in a cached page; random, so no entry text can contain it.
+CSRF_SLOT = "csrf-" + secrets.token_hex(16)
 
 
 def page_lang(request: Request) -> str:
@@ -37,6 +42,26 @@ def render(request: Request, template: str, context: dict, status_code: int = 20
     voter, is_new = voter_of(request)
     context = {"lang": lang, "csrf": csrf_token(request.app.state.kb.secret, voter), **context}
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    return _remember(request, response, lang, voter, is_new)
+
+
+def render_cached(request: Request, pages: LRU[str], key: tuple, template: str,
+                  make_context: Callable[[], dict]) -> Response:
+    """Like ``render``, but the HTML is made once per ``key`` (which must name everything the page shows
+    besides the language and the host) and reused with only the voter's CSRF token put in."""
+    lang = page_lang(request)
+    voter, is_new = voter_of(request)
+    key = (template, lang, str(request.base_url), *key)
+    html = pages.get(key)
+    if html is None:
+        context = {"request": request, "lang": lang, "csrf": CSRF_SLOT, **make_context()}
+        html = templates.get_template(template).render(context)
+        pages.put(key, html)
+    response = HTMLResponse(html.replace(CSRF_SLOT, csrf_token(request.app.state.kb.secret, voter)))
+    return _remember(request, response, lang, voter, is_new)
+
+
+def _remember(request: Request, response: Response, lang: str, voter: str, is_new: bool) -> Response:
     if request.query_params.get("lang") in ("en", "zh"):
         response.set_cookie(LANG_COOKIE, lang, max_age=365 * 24 * 3600, samesite="lax")
     if is_new:
@@ -45,9 +70,10 @@ def render(request: Request, template: str, context: dict, status_code: int = 20
 
 
 @router.get("/", name="home")
-def home(request: Request, snapshot: SnapshotDep, session: SessionDep) -> Response:
+def home(request: Request, state: StateDep, snapshot: SnapshotDep) -> Response:
     lang = page_lang(request)
-    stats = fix_stats(session=session)
+    with state.session() as session:
+        stats = fix_stats(session=session)
     top = sorted(((key, stat) for key, stat in stats.items() if stat.votes_up), key=lambda kv: (-kv[1].votes_up, kv[0]))
     most_voted = []
     for (code, fix_id), stat in top[:TOP_FIXES]:
@@ -75,29 +101,36 @@ def search_page(request: Request, snapshot: SnapshotDep, q: Annotated[str, Query
 
 
 @router.get("/errors", name="browse_page")
-def browse_page(request: Request, snapshot: SnapshotDep, session: SessionDep, category: Category | None = None,
+def browse_page(request: Request, state: StateDep, snapshot: SnapshotDep, category: Category | None = None,
                 sort: Annotated[str, Query(pattern="^(code|votes)$")] = "code") -> Response:
     lang = page_lang(request)
-    data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category, sort=sort)
+    with state.session() as session:
+        data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category, sort=sort)
     return render(request, "errors.html", {"data": data, "categories": categories_data(snapshot.catalog, lang)})
 
 
 @router.get("/errors/{code}.md", name="entry_markdown")
-def entry_markdown_page(code: str, snapshot: SnapshotDep, session: SessionDep, request: Request) -> PlainTextResponse:
+def entry_markdown_page(code: str, state: StateDep, snapshot: SnapshotDep, request: Request) -> PlainTextResponse:
     entry = get_entry_or_404(snapshot, code)
-    ordered = ranked_fixes(entry, fix_stats(session=session, codes=[entry.code]))
-    text = entry_markdown(entry, ordered, page_lang(request), str(request.url_for("entry_page", code=entry.code)))
+    with state.session() as session:
+        ordered = ranked_fixes(entry, fix_stats(session=session, codes=[entry.code]))
+    text = entry_markdown(entry, ordered, page_lang(request), str(url_for(request, "entry_page", code=entry.code)))
     return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
 
 
 @router.get("/errors/{code}", name="entry_page")
-def entry_page(request: Request, code: str, snapshot: SnapshotDep, session: SessionDep) -> Response:
+def entry_page(request: Request, code: str, state: StateDep, snapshot: SnapshotDep) -> Response:
     entry = get_entry_or_404(snapshot, code)
     if code != entry.code:
-        return RedirectResponse(request.url_for("entry_page", code=entry.code), status_code=301)
-    lang = page_lang(request)
-    data = entry_data(entry, snapshot.catalog, session, lang, entry_url(request))
-    return render(request, "entry.html", {"entry": data, "voted": request.query_params.get("voted")})
+        return RedirectResponse(url_for(request, "entry_page", code=entry.code), status_code=301)
+    votes = state.entry_votes(entry.code)
+    voted = request.query_params.get("voted")
+
+    def context() -> dict:
+        data = entry_data(entry, snapshot.catalog, votes, page_lang(request), entry_url(request))
+        return {"entry": data, "voted": voted}
+
+    return render_cached(request, snapshot.pages, (entry.code, voted, votes.key), "entry.html", context)
 
 
 @router.get("/paste", name="paste_page")
@@ -106,14 +139,13 @@ def paste_form(request: Request) -> Response:
 
 
 @router.post("/paste")
-async def paste_submit(request: Request, snapshot: SnapshotDep, session: SessionDep,
+async def paste_submit(request: Request, state: StateDep, snapshot: SnapshotDep,
                        text: Annotated[str, Form()] = "") -> Response:
     lang = page_lang(request)
     if not text.strip():
         return render(request, "paste.html", {"text": "", "result": None,
                                               "problem": "Paste an error line, a traceback or a log first."}, 422)
-    diagnosis = await asyncio.to_thread(snapshot.matcher.diagnose, text, 5)
-    result = match_data(diagnosis, snapshot.catalog, match_stats(diagnosis, session), lang, entry_url(request))
+    diagnosis, result = await run_in_threadpool(state.diagnose, snapshot, text, 5, lang, entry_url(request))
     lines = diagnosis.paste.lines
     for match, raw in zip(result["matches"], diagnosis.matches):
         match["context"] = _context(lines, raw.line_index)
@@ -129,7 +161,7 @@ def _context(lines: list[str], index: int | None, around: int = 3) -> list[dict]
 
 @router.post("/errors/{code}/fixes/{fix_id}/vote", name="vote_form")
 def vote_form(request: Request, code: str, fix_id: str, state: StateDep, snapshot: SnapshotDep,
-              session: SessionDep, worked: Annotated[str, Form(pattern="^(yes|no)$")],
+              worked: Annotated[str, Form(pattern="^(yes|no)$")],
               csrf: Annotated[str, Form()] = "", comment: Annotated[str, Form(max_length=500)] = "") -> Response:
     """The no-JavaScript vote: a form POST with a CSRF token, then back to the entry."""
     entry = get_entry_or_404(snapshot, code)
@@ -137,9 +169,10 @@ def vote_form(request: Request, code: str, fix_id: str, state: StateDep, snapsho
     if is_new or not csrf_valid(state.secret, voter, csrf):
         raise HTTPException(403, "the form expired; reload the page and vote again")
     try:
-        cast_vote(state, session, entry, fix_id, voter=voter, client=client_address(request), worked=worked == "yes",
-                  comment=comment.strip() or None)
+        with state.session() as session:
+            cast_vote(state, session, entry, fix_id, voter=voter, client=client_address(request),
+                      worked=worked == "yes", comment=comment.strip() or None)
     except VoteRefused as refused:
         raise HTTPException(refused.status, refused.message) from None
-    target = str(request.url_for("entry_page", code=code).include_query_params(voted=fix_id)) + f"#fix-{fix_id}"
+    target = str(url_for(request, "entry_page", code=code).include_query_params(voted=fix_id)) + f"#fix-{fix_id}"
     return RedirectResponse(target, status_code=303)

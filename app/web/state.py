@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from app.entries import Catalog, ContentError, load_catalog_strict
-from app.matcher import Matcher
+from app.lru import LRU
+from app.matcher import Diagnosis, Matcher
 from app.ratelimit import RateLimiter
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
+from app.views import UrlFor, match_data, match_stats
+from app.votes import EntryVotes, entry_votes
 
 log = logging.getLogger("kb")
+PAGE_CACHE_SIZE = 4096  # rendered pages kept per generation (an entry page is about 20 KB)
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,7 @@ class Snapshot:
     matcher: Matcher
     search: SearchService
     content_hash: str
+    pages: LRU[str] = field(default_factory=lambda: LRU(PAGE_CACHE_SIZE))  # rendered once per generation
 
 
 class ServerState:
@@ -54,6 +62,29 @@ class ServerState:
             search = SearchService(generation, cache_size=self.settings.search_cache_size)
             self.snapshot = Snapshot(catalog, Matcher(catalog, fulltext=search.fulltext), search, generation.content_hash)
             self.error = None
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A database session for one unit of work, opened and closed in the calling thread.
+
+        Never hold one across an ``await`` or hand it to another thread to close: a connection that only
+        a queued task can return is how a burst of requests once froze the whole server.
+        """
+        with Session(self.engine) as session:
+            yield session
+
+    def entry_votes(self, code: str) -> EntryVotes:
+        """The votes an entry page shows: blocking, call it from a worker thread."""
+        with self.session() as session:
+            return entry_votes(session=session, code=code)
+
+    def diagnose(self, snapshot: Snapshot, text: str, limit: int, lang: str,
+                 url_for: UrlFor) -> tuple[Diagnosis, dict]:
+        """Match a paste and add the vote counts of what it names: blocking work, run it in a worker thread."""
+        diagnosis = snapshot.matcher.diagnose(text, limit)
+        with self.session() as session:
+            stats = match_stats(diagnosis, session)
+        return diagnosis, match_data(diagnosis, snapshot.catalog, stats, lang, url_for)
 
     def reload_if_changed(self) -> bool:
         """Load a newer index if `kb index` swapped one in; return True when a new snapshot is served."""
