@@ -34,6 +34,7 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
     for entry in catalog:
         problems += _check_references(entry, codes)
         problems += _check_body(entry)
+        problems += _check_fixes(entry)
         problems += _check_signatures(entry)
         if release is not None:
             problems += _check_verl_names(entry, release)
@@ -77,6 +78,20 @@ def _check_body(entry: Entry) -> list[Problem]:
         for section in REQUIRED_SECTIONS_ZH:
             if section not in headings_zh:
                 problems.append(Problem(str(entry.zh_path), 1, f"body: missing section '## {section}'"))
+    return problems
+
+
+def _check_fixes(entry: Entry) -> list[Problem]:
+    """Every fix says what its advice rests on, and reads in Chinese too."""
+    problems = []
+    for index, fix in enumerate(entry.meta.fixes):
+        if fix.evidence is None:
+            problems.append(_problem(entry, f"fixes[{index}].evidence: say what the fix rests on "
+                                            "(maintainer, users, source or unconfirmed)", "fixes", index))
+        if fix.evidence_url and not fix.evidence_url.startswith("https://"):
+            problems.append(_problem(entry, f"fixes[{index}].evidence_url must be an https URL", "fixes", index))
+        if entry.body_zh and fix.id not in entry.fix_bodies_zh:
+            problems.append(Problem(str(entry.zh_path), 1, f"fix_bodies: no Chinese body for fix {fix.id!r}"))
     return problems
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from app.store.db import make_engine
 from app.views import match_data, match_stats
 
 EXPECT_PREFIX = "# expect:"
-SOURCE_PREFIX = "# source:"
+HEADER_RE = re.compile(r"# [a-z_]+:")
 
 
 class LocalManual:
@@ -106,12 +108,17 @@ class EvalReport:
 
 
 def read_labelled(path: Path) -> tuple[str, str]:
-    """Return (expected code or 'none', paste text) of a labelled file."""
+    """Return (expected code, 'none' or 'missing', paste text) of a labelled file.
+
+    The first line is ``# expect: <CODE>``; further ``# key: value`` lines right below it (source, label,
+    mode, area, ...) describe the paste and are not part of it. ``missing`` marks a verl failure that no
+    entry covers yet: it counts as a positive the manual misses.
+    """
     raw = path.read_bytes().decode("utf-8", errors="replace")
     first, _, rest = raw.partition("\n")
     if not first.startswith(EXPECT_PREFIX):
         raise ValueError(f"{path}:1: a labelled paste starts with '{EXPECT_PREFIX} <CODE>' or '{EXPECT_PREFIX} none'")
-    if rest.startswith(SOURCE_PREFIX):
+    while HEADER_RE.match(rest):
         rest = rest.partition("\n")[2]
     return first[len(EXPECT_PREFIX):].strip(), rest
 

@@ -10,7 +10,7 @@ from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry
 from app.matcher import Diagnosis
 from app.render import to_html
 from app.search.query import SearchResult
-from app.votes import FixStats, environment_breakdown, fix_stats, ranked_fixes, recent_comments
+from app.votes import EntryVotes, FixStats, fix_stats, ranked_fixes
 
 UrlFor = Callable[[str], str]  # code -> absolute or root-relative URL of its entry page
 
@@ -27,7 +27,7 @@ def fix_data(entry: Entry, fix, stats: FixStats, lang: str) -> dict:
         "votes_up": stats.votes_up, "votes_down": stats.votes_down, "success_rate": stats.success_rate,
         "wilson_lower_bound": stats.wilson, "dead_end": fix.dead_end or stats.voted_dead_end,
         "dead_end_reason": "content" if fix.dead_end else ("votes" if stats.voted_dead_end else None),
-        "content_hash": fix.content_hash,
+        "evidence": fix.evidence, "evidence_url": fix.evidence_url, "content_hash": fix.content_hash,
     }
 
 
@@ -43,17 +43,14 @@ def entry_summary(entry: Entry, lang: str, url_for: UrlFor) -> dict:
     }
 
 
-def entry_data(entry: Entry, catalog: Catalog, session: Session, lang: str, url_for: UrlFor) -> dict:
-    """Everything the entry page and `/api/v1/errors/{code}` show."""
+def entry_data(entry: Entry, catalog: Catalog, votes: EntryVotes, lang: str, url_for: UrlFor) -> dict:
+    """Everything the entry page and `/api/v1/errors/{code}` show (``votes`` from ``entry_votes``)."""
     meta = entry.meta
-    stats = fix_stats(session=session, codes=[entry.code])
     body = pick(entry.body, entry.body_zh, lang)
-    fixes = fixes_data(entry, stats, lang)
-    comments = recent_comments(session=session, code=entry.code)
-    environments = environment_breakdown(session=session, code=entry.code)
+    fixes = fixes_data(entry, votes.stats, lang)
     for fix in fixes:
-        fix["comments"] = comments.get(fix["id"], [])
-        fix["environments"] = environments.get(fix["id"], {})
+        fix["comments"] = votes.comments.get(fix["id"], [])
+        fix["environments"] = votes.environments.get(fix["id"], {})
     return {
         **entry_summary(entry, lang, url_for),
         "title_en": meta.title, "title_zh": meta.title_zh,
@@ -64,7 +61,9 @@ def entry_data(entry: Entry, catalog: Catalog, session: Session, lang: str, url_
         "fixes": fixes,
         "symptom_of": [_link(catalog, code, lang, url_for) for code in meta.symptom_of],
         "related": [_link(catalog, code, lang, url_for) for code in meta.related],
-        "tags": list(meta.tags), "applies_to": meta.applies_to, "sources": list(meta.sources),
+        "tags": list(meta.tags), "applies_to": meta.applies_to, "fixed_in": meta.fixed_in,
+        "backends": list(meta.backends), "engines": list(meta.engines), "hardware": list(meta.hardware),
+        "models": list(meta.models), "sources": list(meta.sources),
     }
 
 

@@ -129,3 +129,13 @@ def test_invalid_utf8_and_nul_bytes_never_raise():
     raw = b"\xff\xfe(WorkerDict pid=1) ValueError: bad \x00byte \xc3\x28 here\n"
     paste = normalise(raw)
     assert "ValueError: bad byte" in paste.text.replace("\ufffd", "")
+
+
+def test_a_wrap_cut_inside_an_exception_name_is_joined():
+    # a terminal 100 columns wide cuts this line after "Attribut"; "eError: ..." looks like an exception
+    # line of its own, but a class name starts with a capital, so it is the cut line's continuation
+    line = ("(WorkerDict pid=48211, ip=10.0.3.7) (vLLMHttpServer pid=956139) (EngineCore_DP0 pid=956602) "
+            "AttributeError: 'NoneType' object has no attribute 'result'")
+    assert line[:100].endswith("Attribut")
+    paste = normalise("\n".join([line[:100], line[100:]]))
+    assert paste.lines == ["AttributeError: 'NoneType' object has no attribute 'result'"]

@@ -9,7 +9,7 @@ from typing import Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-CATEGORIES = ("ENV", "CFG", "DATA", "ROLL", "TRAIN", "DIST", "CKPT")
+CATEGORIES = ("ENV", "CFG", "DATA", "ROLL", "TRAIN", "DIST", "CKPT", "MEG", "VLM", "AGENT", "LORA", "NPU")
 CATEGORY_NAMES = {
     "ENV": ("Environment & dependencies", "环境与依赖"),
     "CFG": ("Configuration", "配置"),
@@ -18,13 +18,24 @@ CATEGORY_NAMES = {
     "TRAIN": ("Training & memory", "训练与显存"),
     "DIST": ("Distributed & communication", "分布式与通信"),
     "CKPT": ("Checkpoints & model merging", "检查点与模型合并"),
+    "MEG": ("Megatron & mbridge", "Megatron 与 mbridge"),
+    "VLM": ("Vision-language models", "视觉语言模型"),
+    "AGENT": ("Agent loop & tool calls", "Agent 循环与工具调用"),
+    "LORA": ("LoRA", "LoRA"),
+    "NPU": ("Ascend NPU", "昇腾 NPU"),
 }
-CODE_RE = re.compile(r"^(ENV|CFG|DATA|ROLL|TRAIN|DIST|CKPT)-\d{3}$")
+CODE_RE = re.compile(r"^(" + "|".join(CATEGORIES) + r")-\d{3}$")
 FIX_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("What you see", "Why it happens", "How to confirm")
 REQUIRED_SECTIONS_ZH = ("你会看到什么", "为什么会这样", "如何确认")
 
-Category = Literal["ENV", "CFG", "DATA", "ROLL", "TRAIN", "DIST", "CKPT"]
+Category = Literal["ENV", "CFG", "DATA", "ROLL", "TRAIN", "DIST", "CKPT", "MEG", "VLM", "AGENT", "LORA", "NPU"]
+# What a fix's advice rests on, shown on its page: a maintainer said so, users confirmed it worked, it was
+# read in verl's source, or nobody has confirmed it yet.
+Evidence = Literal["maintainer", "users", "source", "unconfirmed"]
+Backend = Literal["fsdp", "megatron"]
+Engine = Literal["vllm", "sglang", "hf", "trtllm"]
+Hardware = Literal["nvidia", "ascend", "amd"]
 
 
 class Strict(BaseModel):
@@ -39,6 +50,8 @@ class Fix(Strict):
     title_zh: str = Field(min_length=1)
     body: str = Field(min_length=20)
     dead_end: bool = Field(False, description="Known not to work; kept so users stop trying it.")
+    evidence: Evidence | None = Field(None, description="What the advice rests on (required by kb check).")
+    evidence_url: str | None = Field(None, description="The thread, PR or source line that shows it.")
 
     @field_validator("id")
     @classmethod
@@ -71,6 +84,11 @@ class EntryMeta(Strict):
     )
     fixes: list[Fix] = Field(min_length=1)
     tags: list[str] = []
+    backends: list[Backend] = Field([], description="Training backends the failure occurs with; empty: any.")
+    engines: list[Engine] = Field([], description="Rollout engines the failure occurs with; empty: any.")
+    hardware: list[Hardware] = Field([], description="Accelerators the failure occurs on; empty: any.")
+    models: list[str] = Field([], description="Model families the failure is specific to (qwen2.5-vl, ...).")
+    fixed_in: str | None = Field(None, description="The release or PR that fixes it, e.g. 'verl 0.5.0' or a PR URL.")
     applies_to: str | None = None
     related: list[str] = []
     sources: list[str] = []

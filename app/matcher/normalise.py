@@ -64,7 +64,9 @@ WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 2
 # than the block reader's patterns on purpose: a frame line cut short by the wrap still starts one.
 RECORD_START_RE = re.compile(
     r"\s*(?:Traceback \(most recent call last\)|File \"|During handling of|The above exception"
-    r"|(?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Warning)\b)"
+    # an exception's class name starts with a capital (after any underscores): "eError:" left by a wrap
+    # cut through "AttributeError" is a continuation, not a record of its own
+    r"|(?:[A-Za-z_]\w{0,100}\.){0,10}_{0,2}[A-Z]\w{0,100}(?:Error|Exception|Warning)\b)"
 )
 
 

@@ -17,6 +17,8 @@ def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str,
     ]
     if meta.applies_to:
         lines.append(f"- Applies to: `{meta.applies_to}`")
+    if meta.fixed_in:
+        lines.append(f"- Fixed in: {meta.fixed_in}")
     if meta.symptom_of:
         lines.append(f"- Usually caused by: {', '.join(meta.symptom_of)}")
     lines += ["", pick(entry.body, entry.body_zh, lang).strip(), "", "## Fixes" if lang != "zh" else "## 修复方法", ""]
@@ -24,7 +26,8 @@ def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str,
         title = pick(fix.title, fix.title_zh, lang)
         dead = " (dead end: known not to work)" if fix.dead_end or stats.voted_dead_end else ""
         votes = f"worked for {stats.votes_up} of {stats.total} voters" if stats.total else "no votes yet"
-        lines += [f"### {position}. {title}{dead}", "", f"_{votes}; fix id `{fix.id}`_", "",
+        evidence = f"evidence: {fix.evidence}" + (f" ({fix.evidence_url})" if fix.evidence_url else "")
+        lines += [f"### {position}. {title}{dead}", "", f"_{votes}; {evidence}; fix id `{fix.id}`_", "",
                   pick(fix.body, entry.fix_bodies_zh.get(fix.id, ""), lang).strip(), ""]
     if meta.sources:
         lines += ["## Sources", ""] + [f"- {source}" for source in meta.sources] + [""]

@@ -29,6 +29,10 @@ class FixOut(BaseModel):
     wilson_lower_bound: float = Field(description="The order of fixes: Wilson score lower bound of the votes.")
     dead_end: bool
     dead_end_reason: Literal["content", "votes"] | None
+    evidence: Literal["maintainer", "users", "source", "unconfirmed"] = Field(
+        description="What the advice rests on: a maintainer said so, users confirmed it, it was read in the "
+        "source, or nobody has confirmed it yet.")
+    evidence_url: str | None = Field(description="The thread, PR or source that shows it.")
     content_hash: str
 
 
@@ -78,6 +82,11 @@ class ErrorOut(ErrorSummary):
     related: list[LinkOut]
     tags: list[str]
     applies_to: str | None
+    fixed_in: str | None = Field(description="The release or PR that fixes the failure, when one does.")
+    backends: list[str] = Field(description="Training backends it occurs with (fsdp, megatron); empty: any.")
+    engines: list[str] = Field(description="Rollout engines it occurs with (vllm, sglang, hf, trtllm); empty: any.")
+    hardware: list[str] = Field(description="Accelerators it occurs on (nvidia, ascend, amd); empty: any.")
+    models: list[str] = Field(description="Model families it is specific to; empty: any.")
     sources: list[str]
 
 
