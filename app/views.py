@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from sqlmodel import Session
 
-from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry
+from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry, facets
 from app.matcher import Diagnosis
 from app.render import to_html
 from app.search.query import SearchResult
@@ -73,23 +73,31 @@ def _link(catalog: Catalog, code: str, lang: str, url_for: UrlFor) -> dict:
     return {"code": code, "title": title, "url": url_for(code)}
 
 
-def browse_data(catalog: Catalog, session: Session, lang: str, url_for: UrlFor, *, category: str | None = None,
-                sort: str = "code") -> dict:
-    """Every entry grouped by category (or one category), sorted by code or by votes."""
+def browse_data(catalog: Catalog, session: Session, lang: str, url_for: UrlFor, *,
+                filters: dict[str, str | None] | None = None, sort: str = "code") -> dict:
+    """The entries that match ``filters`` (see ``app.entries.facets``), grouped by category and sorted by
+    code or by votes, with each filter's values and counts."""
+    filters = {facet: (filters or {}).get(facet) for facet in facets.FACETS}
     stats = fix_stats(session=session)
     votes: dict[str, int] = {}
     for (code, _fix_id), stat in stats.items():
         votes[code] = votes.get(code, 0) + stat.total
+    chosen = {entry.code for entry in facets.select(catalog, filters)}
     groups = []
     for name, entries in catalog.by_category().items():
-        if category and name != category:
+        rows = [{**entry_summary(entry, lang, url_for), "votes": votes.get(entry.code, 0)}
+                for entry in entries if entry.code in chosen]
+        if not rows:
             continue
-        rows = [{**entry_summary(entry, lang, url_for), "votes": votes.get(entry.code, 0)} for entry in entries]
         if sort == "votes":
             rows.sort(key=lambda row: (-row["votes"], row["code"]))
         groups.append({"category": name, "name": category_name(name, lang), "errors": rows})
     errors = [row for group in groups for row in group["errors"]]
-    return {"groups": groups, "errors": errors, "total": len(errors), "category": category, "sort": sort}
+    counts = facets.counts(catalog, filters)
+    for row in counts["category"]:
+        row["name"] = category_name(row["value"], lang)
+    return {"groups": groups, "errors": errors, "total": len(errors), "category": filters["category"],
+            "filters": filters, "facets": counts, "sort": sort}
 
 
 def category_name(category: str, lang: str) -> str:

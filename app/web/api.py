@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.entries.model import Category
 from app.web import schemas
-from app.web.deps import SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
+from app.web.deps import FiltersDep, SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.identity import client_address, set_voter_cookie, voter_of
 from app.web.voting import VoteRefused, cast_vote
 from app.views import browse_data, compact_match, compact_search, entry_data, search_data
@@ -49,13 +49,13 @@ def _cached_json(request: Request, data: dict, max_age: int = 60) -> Response:
 
 
 @router.get("/api/v1/errors", response_model=schemas.ErrorList, responses=ERRORS, tags=["errors"])
-def list_errors(request: Request, state: StateDep, snapshot: SnapshotDep, lang: Lang = "en",
-                category: Category | None = None) -> Response:
-    """Every entry (or one category's), in code order."""
+def list_errors(request: Request, state: StateDep, snapshot: SnapshotDep, filters: FiltersDep,
+                lang: Lang = "en") -> Response:
+    """Every entry (or those matching the filters), in code order, with each filter's values and counts."""
     with state.session() as session:
-        data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category)
+        data = browse_data(snapshot.catalog, session, lang, entry_url(request), filters=filters)
     errors = [{key: row[key] for key in ("code", "title", "category", "summary", "exception", "url")} for row in data["errors"]]
-    return _cached_json(request, {"errors": errors, "total": len(errors)})
+    return _cached_json(request, {"errors": errors, "total": len(errors), "facets": data["facets"]})
 
 
 @router.get("/api/v1/errors/{code}", response_model=schemas.ErrorOut, responses=ERRORS, tags=["errors"])

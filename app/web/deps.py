@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Query, Request
 
 from app.entries import Entry
+from app.entries.facets import VERL_RELEASES
+from app.entries.model import Backend, Category, Engine, Hardware
 from app.settings import Settings
 from app.web.state import ServerState, Snapshot
 from app.web.urls import url_for
@@ -29,7 +31,23 @@ async def get_settings(request: Request) -> Settings:
     return request.app.state.kb.settings
 
 
+async def browse_filters(
+    category: Category | None = None,
+    backend: Annotated[Backend | None, Query(description="Entries specific to this training backend.")] = None,
+    engine: Annotated[Engine | None, Query(description="Entries specific to this rollout engine.")] = None,
+    hardware: Annotated[Hardware | None, Query(description="Entries specific to this accelerator.")] = None,
+    model: Annotated[str | None, Query(max_length=40, description="Entries specific to this model family.")] = None,
+    verl: Annotated[str | None, Query(max_length=20, description="Entries that apply to this verl release.")] = None,
+) -> dict[str, str | None]:
+    """The browse filters of `/errors` and `/api/v1/errors`, checked once for both."""
+    if verl and verl not in VERL_RELEASES:
+        raise HTTPException(422, f"verl: {verl!r} is not a verl release ({', '.join(VERL_RELEASES)})")
+    return {"category": category, "backend": backend, "engine": engine, "hardware": hardware, "model": model,
+            "verl": verl}
+
+
 StateDep = Annotated[ServerState, Depends(get_state)]
+FiltersDep = Annotated[dict, Depends(browse_filters)]
 SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 

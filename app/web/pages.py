@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from app.entries.model import Category
 from app.lru import LRU
 from app.votes import fix_stats, ranked_fixes
-from app.web.deps import SnapshotDep, StateDep, entry_url, get_entry_or_404
+from app.web.deps import FiltersDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.entry_markdown import entry_markdown
 from app.web.identity import client_address, csrf_token, csrf_valid, set_voter_cookie, voter_of
 from app.web.voting import VoteRefused, cast_vote
@@ -101,12 +101,12 @@ def search_page(request: Request, snapshot: SnapshotDep, q: Annotated[str, Query
 
 
 @router.get("/errors", name="browse_page")
-def browse_page(request: Request, state: StateDep, snapshot: SnapshotDep, category: Category | None = None,
+def browse_page(request: Request, state: StateDep, snapshot: SnapshotDep, filters: FiltersDep,
                 sort: Annotated[str, Query(pattern="^(code|votes)$")] = "code") -> Response:
     lang = page_lang(request)
     with state.session() as session:
-        data = browse_data(snapshot.catalog, session, lang, entry_url(request), category=category, sort=sort)
-    return render(request, "errors.html", {"data": data, "categories": categories_data(snapshot.catalog, lang)})
+        data = browse_data(snapshot.catalog, session, lang, entry_url(request), filters=filters, sort=sort)
+    return render(request, "errors.html", {"data": data})
 
 
 @router.get("/errors/{code}.md", name="entry_markdown")

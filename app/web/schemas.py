@@ -63,9 +63,18 @@ class ErrorSummary(BaseModel):
     url: str
 
 
+class FacetValue(BaseModel):
+    value: str
+    count: int = Field(description="Entries with this value among those the other filters select.")
+    selected: bool
+    name: str | None = Field(None, description="The category's name (category facet only).")
+
+
 class ErrorList(BaseModel):
     errors: list[ErrorSummary]
     total: int
+    facets: dict[str, list[FacetValue]] = Field(
+        description="category, backend, engine, hardware, model, verl -> values with counts.")
 
 
 class ErrorOut(ErrorSummary):
