@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from app.entries import Catalog, Entry, Problem, load_catalog
+from app.hydra_config import OverrideChecker
 from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
@@ -22,6 +23,7 @@ REFERENCE_RE = re.compile(r"(?<![\w./-])verl(?:\.[A-Za-z_]\w*)+")
 FILE_RE = re.compile(r"(?<![\w/.-])(verl/[\w/]+\.(?:py|yaml))")
 MODULE_RE = re.compile(r"(?:python3?(?:\.\d+)?|torchrun|accelerate launch)\b[^\n`]*?\s-m\s+(verl(?:\.\w+)+)")
 HEADING_RE = re.compile(r"^##\s+(.+?)\s*$", re.MULTILINE)
+CODE_RE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.DOTALL)
 # Front-matter fields that quote what the user saw, not what the manual advises.
 QUOTED_FIELDS = {"signatures", "examples", "invalid_keys", "invalid_modules"}
 QUOTED_SECTIONS = {"What you see", "你会看到什么"}
@@ -30,6 +32,7 @@ QUOTED_SECTIONS = {"What you see", "你会看到什么"}
 def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catalog, list[Problem]]:
     """Load and check every entry; return the catalog and all problems (empty when clean)."""
     catalog, problems = load_catalog(content_dir)
+    overrides = OverrideChecker(release.config_dir) if release is not None and release.config_dir else None
     codes = _all_codes(content_dir)
     for entry in catalog:
         problems += _check_references(entry, codes)
@@ -38,6 +41,9 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_signatures(entry)
         if release is not None:
             problems += _check_verl_names(entry, release)
+            problems += _check_overrides(entry, release, overrides)
+    if overrides is not None:
+        overrides.save()
     if not any(p.message.startswith("signatures.") for p in problems):
         problems += _check_examples(catalog)
     return catalog, sorted(set(problems))
@@ -165,6 +171,51 @@ def _check_verl_names(entry: Entry, release: VerlRelease) -> list[Problem]:
             if name not in gone and not release.has_file(name):
                 problems.append(Problem(str(path), line_number, f"file {name} does not exist in verl {release.version}"))
     return problems
+
+
+# `key=value`, `+key=value`, `++key=value` or `~key` in a fix: a Hydra override a user will type
+OVERRIDE_RE = re.compile(r"(?<![\w./\-+~$])((?:\+\+|\+|~)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(=[^\s`\\]*)?")
+
+
+def _check_overrides(entry: Entry, release: VerlRelease, checker: OverrideChecker | None) -> list[Problem]:
+    """Compose each fix's overrides with Hydra, as `python -m verl.trainer.main_ppo` would: the overrides
+    of one code block together (a user copies a block whole), each inline one on its own."""
+    if checker is None:
+        return []
+    problems = []
+    invalid = set(entry.meta.invalid_keys)
+    text = (entry.raw + entry.raw_zh).lower()
+    for index, fix in enumerate(entry.meta.fixes):
+        if fix.dead_end:
+            continue
+        line = entry.line_of("fixes", index, "body")
+        for overrides in _override_sets(fix.body, release.roots, invalid):
+            base, error = checker.check(overrides)
+            if base is None:
+                problems.append(Problem(str(entry.path), line, f"fixes[{index}] ({fix.id}): Hydra refuses "
+                                                               f"{' '.join(overrides)}: {error}"))
+            elif base.mention and base.mention not in text:
+                problems.append(Problem(str(entry.path), line, f"fixes[{index}] ({fix.id}): {' '.join(overrides)} "
+                                                               f"composes only with {base.label}; say that the fix needs it"))
+    return problems
+
+
+def _override_sets(body: str, roots: frozenset[str], invalid: set[str]) -> list[tuple[str, ...]]:
+    """The overrides a fix writes in code, `key=value` (with + / ++ / ~) under a config root, by block."""
+    sets = []
+    for block, span in CODE_RE.findall(body):
+        found = []
+        for match in OVERRIDE_RE.finditer(block or span):
+            key, value = match.group(1), match.group(2)
+            bare = key.lstrip("+~")
+            if bare.split(".", 1)[0] not in roots or bare in invalid or bare.endswith(FILE_SUFFIXES):
+                continue
+            if value is None and not key.startswith("~"):
+                continue  # a key named in code, not an override
+            found.append(key + (value or ""))
+        if found:
+            sets.append(tuple(dict.fromkeys(found)))
+    return sets
 
 
 def _checked_lines(entry: Entry):

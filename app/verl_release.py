@@ -7,20 +7,15 @@ installed: it ships top-level ``tests`` and ``scripts`` packages that would shad
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-import yaml
+from app.hydra_config import BASES, compose, extract_config, keys_of
 
-CONFIG_DIR = "verl/trainer/config"
-# Top-level config files that are trees of their own (entry points' --config-name).
-TREES = ("ppo_trainer", "sft_trainer_engine", "evaluation", "legacy_reward_impl")
-MODEL_ENGINES = ("dp", "megatron", "torchtitan", "veomni")
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: keys composed by Hydra itself
 
 
 class ReleaseUnavailable(Exception):
@@ -35,6 +30,7 @@ class VerlRelease:
     keys: frozenset[str]
     modules: frozenset[str]
     files: frozenset[str] = frozenset()
+    config_dir: Path | None = None  # the release's verl/trainer/config, copied out for Hydra
 
     @property
     def roots(self) -> frozenset[str]:
@@ -58,13 +54,15 @@ class VerlRelease:
 
 def load_release(data_dir: Path, version: str) -> VerlRelease:
     """Return the release facts, from the cache or from the wheel (downloading it once)."""
-    cache = data_dir / "verl" / f"verl-{version}.facts.json"
-    if cache.exists():
+    folder = data_dir / "verl"
+    cache = folder / f"verl-{version}.facts.json"
+    config_dir = folder / f"config-{version}"
+    if cache.exists() and (config_dir / ".complete").exists():
         facts = json.loads(cache.read_text())
         if facts.get("cache_version") == CACHE_VERSION:
-            return VerlRelease(version, frozenset(facts["keys"]), frozenset(facts["modules"]), frozenset(facts["files"]))
-    wheel = _wheel(data_dir / "verl", version)
-    release = read_wheel(wheel, version)
+            return VerlRelease(version, frozenset(facts["keys"]), frozenset(facts["modules"]),
+                               frozenset(facts["files"]), config_dir)
+    release = read_wheel(_wheel(folder, version), version, config_dir)
     cache.write_text(json.dumps({
         "cache_version": CACHE_VERSION, "keys": sorted(release.keys), "modules": sorted(release.modules),
         "files": sorted(release.files),
@@ -85,28 +83,18 @@ def _wheel(folder: Path, version: str) -> Path:
     return found[0]
 
 
-def read_wheel(wheel: Path, version: str) -> VerlRelease:
-    """Read config keys and module names out of a verl wheel."""
+def read_wheel(wheel: Path, version: str, config_dir: Path) -> VerlRelease:
+    """Read config keys (composed by Hydra) and module names out of a verl wheel."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        configs = {
-            str(PurePosixPath(name).relative_to(CONFIG_DIR).with_suffix("")): archive.read(name).decode()
-            for name in names
-            if name.startswith(CONFIG_DIR + "/") and name.endswith(".yaml")
-        }
+    extract_config(wheel, config_dir)
     keys: set[str] = set()
-    composer = _Composer({name: yaml.safe_load(text) or {} for name, text in configs.items()}, configs)
-    for tree in TREES:
-        if tree not in configs:
-            continue
-        for engine in MODEL_ENGINES:
-            keys |= _flatten(composer.compose(tree, {"model_engine": engine}))
-    # The release's own fully composed files are a cross-check of the composer above.
-    for name, data in composer.files.items():
-        if name.startswith("_generated_"):
-            keys |= _flatten(data)
+    for base in BASES:
+        config = compose(config_dir, base)
+        if config is not None:
+            keys |= keys_of(config)
     files = frozenset(name for name in names if name.startswith("verl/"))
-    return VerlRelease(version, frozenset(keys), frozenset(_modules(names)), files)
+    return VerlRelease(version, frozenset(keys), frozenset(_modules(names)), files, config_dir)
 
 
 def _modules(names: list[str]) -> set[str]:
@@ -121,92 +109,3 @@ def _modules(names: list[str]) -> set[str]:
             continue
         modules.add(".".join(parts))
     return modules
-
-
-def _flatten(data: object, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    if isinstance(data, dict):
-        for key, value in data.items():
-            path = f"{prefix}.{key}" if prefix else str(key)
-            keys.add(path)
-            keys |= _flatten(value, path)
-    return keys
-
-
-class _Composer:
-    """A small Hydra defaults-list composer: enough to place every sub-config under its package."""
-
-    def __init__(self, files: dict[str, dict], texts: dict[str, str]):
-        self.files = files
-        self.global_package = {name for name, text in texts.items() if "# @package _global_" in text}
-
-    def compose(self, name: str, choices: dict[str, str]) -> dict:
-        data = dict(self.files.get(name) or {})
-        defaults = data.pop("defaults", []) or []
-        folder = str(PurePosixPath(name).parent)
-        result: dict = {}
-        own_applied = False
-        for item in defaults:
-            if item == "_self_":
-                _merge(result, data)
-                own_applied = True
-                continue
-            placed = self._resolve(item, folder, choices)
-            if placed is None:
-                continue
-            path, package = placed
-            composed = self.compose(path, choices)
-            if path in self.global_package or package == "":
-                _merge(result, composed)
-            else:
-                _merge(result, _nest(package, composed))
-        if not own_applied:
-            _merge(result, data)
-        return result
-
-    def _resolve(self, item: object, folder: str, choices: dict[str, str]) -> tuple[str, str] | None:
-        if isinstance(item, str):
-            path = str(PurePosixPath(folder) / item) if folder != "." else item
-            return _normalise(path), ""
-        if not isinstance(item, dict) or len(item) != 1:
-            return None
-        (key, value), = item.items()
-        key = str(key)
-        if key.startswith("override "):
-            return None  # the choice itself is passed in `choices`
-        group, _, package = key.partition("@")
-        value = re.sub(r"\$\{(\w+)\}", lambda m: choices.get(m.group(1), m.group(0)), str(value))
-        group_path = _normalise(str(PurePosixPath(folder) / group) if folder != "." else group)
-        choice = choices.get(group_path, value)
-        if package == "":
-            package = group_path.replace("/", ".")
-        return f"{group_path}/{choice}", package
-
-
-def _normalise(path: str) -> str:
-    parts: list[str] = []
-    for part in PurePosixPath(path).parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part != ".":
-            parts.append(part)
-    return "/".join(parts)
-
-
-def _nest(package: str, data: dict) -> dict:
-    for part in reversed(package.split(".")):
-        data = {part: data}
-    return data
-
-
-def _merge(base: dict, update: dict) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value if not isinstance(value, dict) else _copy(value)
-
-
-def _copy(data: dict) -> dict:
-    return {key: _copy(value) if isinstance(value, dict) else value for key, value in data.items()}

@@ -62,6 +62,7 @@ def entry_data(entry: Entry, catalog: Catalog, votes: EntryVotes, lang: str, url
         "symptom_of": [_link(catalog, code, lang, url_for) for code in meta.symptom_of],
         "related": [_link(catalog, code, lang, url_for) for code in meta.related],
         "tags": list(meta.tags), "applies_to": meta.applies_to, "fixed_in": meta.fixed_in,
+        "reviewed": meta.reviewed.model_dump(mode="json") if meta.reviewed else None,
         "backends": list(meta.backends), "engines": list(meta.engines), "hardware": list(meta.hardware),
         "models": list(meta.models), "sources": list(meta.sources),
     }

@@ -179,3 +179,34 @@ def test_invalid_modules_name_gone_modules_and_must_be_gone(content_dir, release
     assert _messages(content_dir, release) == []
     _edit(path, "invalid_modules: ['verl/workers/fsdp_workers.py']", "invalid_modules: ['verl/workers/fsdp_workers.py', 'verl.trainer.main_ppo']")
     assert any("invalid_modules: verl.trainer.main_ppo does exist" in m for m in _messages(content_dir, release))
+
+
+def test_hydra_refuses_appending_a_key_that_exists(content_dir, release):
+    path = content_dir / "ROLL-901.md"
+    _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", "`+actor_rollout_ref.rollout.gpu_memory_utilization=0.6`")
+    line = _line_of(path, "body: |")
+    expected = (f"{path}:{line}: fixes[0] (raise-gpu-memory-utilization): Hydra refuses "
+                "+actor_rollout_ref.rollout.gpu_memory_utilization=0.6: Could not append to config. "
+                "An item is already at 'actor_rollout_ref.rollout.gpu_memory_utilization'.")
+    assert expected in _messages(content_dir, release)
+
+
+def test_megatron_only_override_must_say_it_needs_megatron(content_dir, release):
+    path = content_dir / "ROLL-901.md"
+    _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", "`critic.nccl_timeout=1200`")
+    messages = _messages(content_dir, release)
+    assert any("fixes[0] (raise-gpu-memory-utilization): critic.nccl_timeout=1200 composes only with "
+               "ppo_trainer model_engine=megatron; say that the fix needs it" in m for m in messages)
+    _edit(path, "`critic.nccl_timeout=1200`", "with the Megatron engine: `critic.nccl_timeout=1200`")
+    assert _messages(content_dir, release) == []
+
+
+def test_a_code_block_composes_as_one_command_with_its_group_choice(content_dir, release):
+    path = content_dir / "ROLL-901.md"
+    block = ("Megatron runs:\n\n      ```bash\n      model_engine=megatron \\\n"
+             "      actor_rollout_ref.actor.megatron.use_mbridge=True \\\n"
+             "      actor_rollout_ref.rollout.gpu_memory_utilization=0.6\n      ```")
+    _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", block)
+    assert _messages(content_dir, release) == []
+    _edit(path, "actor_rollout_ref.actor.megatron.use_mbridge=True", "actor_rollout_ref.actor.megatron.use_bridge_x=True")
+    assert any("Hydra refuses" in m and "use_bridge_x" in m for m in _messages(content_dir, release))

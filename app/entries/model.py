@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import re
 from typing import Literal
@@ -66,6 +67,15 @@ class Fix(Strict):
         return hashlib.sha256((self.title + "\n" + self.body).encode()).hexdigest()[:16]
 
 
+class Review(Strict):
+    """A second reader checked every fix against the release's source: when, against what, and the outcome."""
+
+    release: str = Field(pattern=r"^\d+\.\d+(?:\.\d+)?(?:\.post\d+)?$")
+    date: datetime.date
+    result: Literal["confirmed", "corrected"]
+    note: str | None = Field(None, description="What was corrected, in a sentence.")
+
+
 class EntryMeta(Strict):
     """Front matter of ``content/errors/<CODE>.md``."""
 
@@ -88,6 +98,7 @@ class EntryMeta(Strict):
     engines: list[Engine] = Field([], description="Rollout engines the failure occurs with; empty: any.")
     hardware: list[Hardware] = Field([], description="Accelerators the failure occurs on; empty: any.")
     models: list[str] = Field([], description="Model families the failure is specific to (qwen2.5-vl, ...).")
+    reviewed: Review | None = Field(None, description="The second reading of the fixes (required by kb check).")
     fixed_in: str | None = Field(None, description="The release or PR that fixes it, e.g. 'verl 0.5.0' or a PR URL.")
     applies_to: str | None = None
     related: list[str] = []

@@ -77,6 +77,13 @@ class ErrorList(BaseModel):
         description="category, backend, engine, hardware, model, verl -> values with counts.")
 
 
+class ReviewOut(BaseModel):
+    release: str
+    date: str
+    result: Literal["confirmed", "corrected"]
+    note: str | None
+
+
 class ErrorOut(ErrorSummary):
     title_en: str
     title_zh: str
@@ -92,6 +99,7 @@ class ErrorOut(ErrorSummary):
     tags: list[str]
     applies_to: str | None
     fixed_in: str | None = Field(description="The release or PR that fixes the failure, when one does.")
+    reviewed: ReviewOut | None = Field(description="When a second reader checked every fix against verl's source.")
     backends: list[str] = Field(description="Training backends it occurs with (fsdp, megatron); empty: any.")
     engines: list[str] = Field(description="Rollout engines it occurs with (vllm, sglang, hf, trtllm); empty: any.")
     hardware: list[str] = Field(description="Accelerators it occurs on (nvidia, ascend, amd); empty: any.")
