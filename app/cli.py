@@ -98,7 +98,7 @@ def match(
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON of POST /api/v1/match.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=20, help="How many matches to show.")] = 5,
 ) -> None:
-    """Diagnose a traceback or log. Exit 0: confident match; 1: none; 2: bad usage or input."""
+    """Diagnose a traceback or log. Exit 0: confident match; 1: none; 2: bad usage or input; 3: internal error."""
     import json
 
     from app.diagnose import LocalManual
@@ -111,7 +111,15 @@ def match(
     except ContentError as exc:
         err.print(f"kb match: the content has problems; run `kb check`\n{exc}", markup=False)
         raise typer.Exit(2)
-    result = manual.match(data, limit)
+    if manual.rebuilt:
+        err.print("kb match: the search index was missing or older than the entries; rebuilt it", markup=False)
+    if manual.notice:
+        err.print(f"kb match: {manual.notice}", markup=False)
+    try:
+        result = manual.match(data, limit)
+    except Exception as exc:  # exit 1 means "no confident match": a crash must not look like one
+        err.print(f"kb match: internal error: {type(exc).__name__}: {exc}", markup=False)
+        raise typer.Exit(3)
     if as_json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:

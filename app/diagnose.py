@@ -23,15 +23,35 @@ HEADER_RE = re.compile(r"# [a-z_]+:")
 
 
 class LocalManual:
-    """The catalog, matcher and (when built) index of this checkout, for one-shot commands."""
+    """The catalog, matcher and index of this checkout, for one-shot commands.
+
+    The index must be the one built from these very entries: one built from an older copy names entries
+    that are gone (and crashed `kb match`), and none at all loses the full-text suggestions. A missing or
+    stale index is rebuilt as `kb index` would; where that cannot be done, ``notice`` says what is lost.
+    """
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.catalog = load_catalog_strict(settings.content_dir)
-        self.search = None
-        if (settings.data_dir / search_index.CURRENT_LINK).exists():
-            self.search = SearchService(search_index.open_generation(settings.data_dir))
+        self.notice: str | None = None
+        self.rebuilt = False
+        self.search = self._search()
         self.matcher = Matcher(self.catalog, fulltext=self.search.fulltext if self.search else None)
+
+    def _search(self) -> SearchService | None:
+        data_dir = self.settings.data_dir
+        if search_index.current_hash(data_dir) != search_index.build_hash(self.catalog):
+            from app.ingest import IngestError, ingest
+
+            try:
+                ingest(self.settings)
+                self.rebuilt = True
+            except (IngestError, OSError, SQLAlchemyError) as exc:
+                self.notice = (f"full-text suggestions are unavailable: the search index in {data_dir} is missing or "
+                               f"older than the entries, and rebuilding it failed ({str(exc).splitlines()[-1]}); "
+                               "run `kb index`")
+                return None
+        return SearchService(search_index.open_generation(data_dir))
 
     def url_for(self, code: str) -> str:
         return f"{self.settings.base_url}/errors/{code}"

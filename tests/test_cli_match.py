@@ -76,3 +76,35 @@ def test_invalid_utf8_is_diagnosed(kb):
     result = kb("--json", "-", stdin=b"\xff\xfe (WorkerDict pid=1) " + KV.encode())
     assert result.exit_code == 0
     assert json.loads(result.output)["matches"][0]["code"] == "ROLL-901"
+
+
+NCCL_WORDS = "the job is stuck in a collective operation and the watchdog never fires; nccl allreduce hangs"
+
+
+def test_an_entry_removed_since_the_last_index_neither_crashes_nor_is_suggested(kb, settings):
+    for name in ("DIST-901.md", "DIST-901.zh.md"):
+        (settings.content_dir / name).unlink()  # removed from the checkout, still in the index built before
+    result = kb("-", "--json", stdin=NCCL_WORDS)
+    assert result.exit_code == 1, result.output
+    assert "rebuilt it" in result.output
+    answer = json.loads(result.output[result.output.index("{"):])
+    assert "DIST-901" not in [match["code"] for match in answer["matches"]]
+
+
+def test_a_never_indexed_checkout_still_gets_full_text_suggestions(runner, settings):
+    env = {"KB_DATA_DIR": str(settings.data_dir), "KB_CONTENT_DIR": str(settings.content_dir),
+           "KB_SECRET_KEY": settings.secret_key}
+    result = runner.invoke(cli, ["match", "-", "--json"], input=NCCL_WORDS, env=env)
+    assert result.exit_code == 1 and "rebuilt it" in result.output
+    answer = json.loads(result.output[result.output.index("{"):])
+    assert "DIST-901" in [match["code"] for match in answer["matches"]]
+
+
+def test_when_no_index_can_be_built_the_user_is_told(runner, settings, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    env = {"KB_DATA_DIR": str(blocker / "data"), "KB_CONTENT_DIR": str(settings.content_dir),
+           "KB_SECRET_KEY": settings.secret_key}
+    result = runner.invoke(cli, ["match", "-"], input=NCCL_WORDS, env=env)
+    assert result.exit_code == 1
+    assert "full-text suggestions are unavailable" in result.output
