@@ -29,6 +29,7 @@ CODES = ["DIST-002", "ROLL-001", "TRAIN-002", "CFG-002", "ENV-006", "DATA-001", 
 QUERIES = ["nccl timeout", "out of memory", "vllm", "pad_token_id", "ray actor died", "显存不足", "hydra override",
            "checkpoint"]
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+MCP_SESSIONS = 32
 
 
 def _request(method: str, path: str, body: str = "", headers: dict | None = None) -> dict:
@@ -39,10 +40,10 @@ def _json(path: str, payload: dict, headers: dict | None = None) -> dict:
     return _request("POST", path, json.dumps(payload), {"content-type": "application/json", **(headers or {})})
 
 
-def workloads(mcp_session: str) -> dict[str, list[dict]]:
-    """Name -> the requests wrk cycles through."""
+def workloads(mcp_sessions: list[str]) -> dict[str, list[dict]]:
+    """Name -> the requests wrk cycles through (MCP calls rotate over many sessions, as many agents would:
+    one session answers its calls one after another)."""
     log = synthetic.training_log(100 * 1024) + "\n" + SHORT_PASTE + "\n"
-    mcp = {**MCP_HEADERS, "mcp-session-id": mcp_session}
     diagnose = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                 "params": {"name": "diagnose_log", "arguments": {"text": SHORT_PASTE}}}
     loads = {
@@ -53,7 +54,8 @@ def workloads(mcp_session: str) -> dict[str, list[dict]]:
         "GET /errors/{code}": [_request("GET", f"/errors/{code}") for code in CODES],
         "GET /api/v1/errors/{code}": [_request("GET", f"/api/v1/errors/{code}") for code in CODES],
         "GET /api/v1/search": [_request("GET", "/api/v1/search?" + str(httpx.QueryParams({"q": q}))) for q in QUERIES],
-        "MCP diagnose_log": [_request("POST", "/mcp", json.dumps(diagnose), mcp)],
+        "MCP diagnose_log": [_request("POST", "/mcp", json.dumps(diagnose), {**MCP_HEADERS, "mcp-session-id": session})
+                             for session in mcp_sessions],
     }
     votes = [_json(f"/api/v1/errors/{code}/fixes/{fix}/votes", {"worked": worked})
              for code, fix, worked in (("ROLL-001", "raise-gpu-memory-utilization", True),
@@ -152,7 +154,7 @@ def load_figures(seconds: int, postgres_url: str | None = None) -> dict:
             for server in servers:
                 server.start()
             rows = {"GET /healthz": _load(servers, [_request("GET", "/healthz")], seconds)}
-            for name, requests in workloads(_mcp_session(servers[0].url)).items():
+            for name, requests in workloads([_mcp_session(servers[0].url) for _ in range(MCP_SESSIONS)]).items():
                 # an MCP session lives in the server that opened it: its loads go to that server alone
                 uses_mcp = any(request["path"] == "/mcp" for request in requests)
                 rows[name] = _load(servers[:1] if uses_mcp else servers, requests, seconds)

@@ -14,7 +14,7 @@ from benchmarks import load, measure
 POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # goal per path as a ratio to /healthz (issue: entry pages and search >= 0.5x, a short paste >= 0.3x)
 LOAD_GOALS = {"POST /api/v1/match (short paste)": 0.3, "POST /paste (form)": 0.3, "GET /errors/{code}": 0.5,
-              "GET /api/v1/errors/{code}": 0.5, "GET /api/v1/search": 0.5, "MCP diagnose_log": 0.3}
+              "GET /api/v1/errors/{code}": 0.5, "GET /api/v1/search": 0.5}
 
 OUT = Path(__file__).resolve().parent
 HEADER = """# Benchmarks

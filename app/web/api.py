@@ -38,14 +38,18 @@ def healthz(state: StateDep) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 
-def _cached_json(request: Request, data: dict, max_age: int = 60) -> Response:
-    """JSON with an ETag; a matching If-None-Match gets 304."""
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+def _cached_json(request: Request, data: dict | bytes, max_age: int = 60) -> Response:
+    """JSON (a dict, or its encoded body) with an ETag; a matching If-None-Match gets 304."""
+    body = data if isinstance(data, bytes) else _encode(data)
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
     headers = {"ETag": etag, "Cache-Control": f"public, max-age={max_age}, must-revalidate", "Vary": "Accept-Language"}
     if etag in request.headers.get("if-none-match", ""):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
+
+
+def _encode(data: dict) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @router.get("/api/v1/errors", response_model=schemas.ErrorList, responses=ERRORS, tags=["errors"])
@@ -62,8 +66,14 @@ def list_errors(request: Request, state: StateDep, snapshot: SnapshotDep, filter
 def get_error(request: Request, code: str, state: StateDep, snapshot: SnapshotDep, lang: Lang = "en") -> Response:
     """One entry with its fixes ordered by how often they worked."""
     entry = get_entry_or_404(snapshot, code)
-    data = entry_data(entry, snapshot.catalog, state.entry_votes(entry.code), lang, entry_url(request))
-    return _cached_json(request, data, max_age=30)
+    votes = state.entry_votes(entry.code)
+    # like the entry page: the same entry with the same votes is the same answer, encoded once
+    key = ("json", entry.code, lang, str(request.base_url), votes.key)
+    body = snapshot.pages.get(key)
+    if body is None:
+        body = _encode(entry_data(entry, snapshot.catalog, votes, lang, entry_url(request)))
+        snapshot.pages.put(key, body)
+    return _cached_json(request, body, max_age=30)
 
 
 @router.get("/api/v1/search", response_model=schemas.SearchOut, responses={**ERRORS, **COMPACT}, tags=["search"])

@@ -61,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(embed.router)
+    _plain_logging()
     mcp_server = build_mcp(app, settings)
     mount_mcp(app, mcp_server, settings)
     _error_handlers(app)
@@ -73,6 +74,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     return app
+
+
+def _plain_logging() -> None:
+    """Give the root logger a plain handler unless the host (uvicorn, pytest) set one already.
+
+    The MCP library otherwise installs a Rich handler on the root logger; every exception it logs, such as
+    a client that hung up mid-stream, was then rendered with syntax-highlighted tracebacks on the event
+    loop, about 50 ms each: after a burst of disconnects /healthz waited seconds behind them.
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
 
 async def _watch_index(state: ServerState) -> None:

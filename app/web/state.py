@@ -23,7 +23,7 @@ from app.views import UrlFor, match_data, match_stats
 from app.votes import EntryVotes, entry_votes
 
 log = logging.getLogger("kb")
-PAGE_CACHE_SIZE = 4096  # rendered pages kept per generation (an entry page is about 20 KB)
+PAGE_CACHE_SIZE = 1024  # rendered pages and entry JSON kept per generation (about 20 KB each)
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Snapshot:
     matcher: Matcher
     search: SearchService
     content_hash: str
-    pages: LRU[str] = field(default_factory=lambda: LRU(PAGE_CACHE_SIZE))  # rendered once per generation
+    pages: LRU[str | bytes] = field(default_factory=lambda: LRU(PAGE_CACHE_SIZE))  # rendered once per generation
 
 
 class ServerState:

@@ -20,19 +20,25 @@ PATHS_KEPT = 8192
 
 def url_for(request: Request, name: str, /, **params: Any) -> URL:
     """The absolute URL of route ``name``, as ``request.url_for`` would give it."""
-    router = request.scope.get("router") or request.scope.get("app")
-    paths = getattr(router, PATHS_ATTRIBUTE, None)
-    if paths is None:
-        paths = LRU(PATHS_KEPT)
-        setattr(router, PATHS_ATTRIBUTE, paths)
-    key = (name, *sorted(params.items()))
-    path = paths.get(key)
-    if path is None:
-        path = router.url_path_for(name, **params)
-        paths.put(key, path)
-    return path.make_absolute_url(base_url=request.base_url)
+    return URL(_absolute(request, name, params))
 
 
 @pass_context
-def template_url_for(context: dict, name: str, /, **params: Any) -> URL:
-    return url_for(context["request"], name, **params)
+def template_url_for(context: dict, name: str, /, **params: Any) -> str:
+    return _absolute(context["request"], name, params)
+
+
+def _absolute(request: Request, name: str, params: dict[str, Any]) -> str:
+    # keyed by the base URL too: the same route reached through another host or proxy prefix differs
+    router = request.scope.get("router") or request.scope.get("app")
+    urls = getattr(router, PATHS_ATTRIBUTE, None)
+    if urls is None:
+        urls = LRU(PATHS_KEPT)
+        setattr(router, PATHS_ATTRIBUTE, urls)
+    base = str(request.base_url)  # Starlette works it out once per request
+    key = (base, name, *sorted(params.items()))
+    url = urls.get(key)
+    if url is None:
+        url = str(router.url_path_for(name, **params).make_absolute_url(base_url=base))
+        urls.put(key, url)
+    return url
