@@ -88,8 +88,10 @@ def _check_body(entry: Entry) -> list[Problem]:
 
 
 def _check_fixes(entry: Entry) -> list[Problem]:
-    """Every fix says what its advice rests on, and reads in Chinese too."""
+    """Every fix says what its advice rests on and reads in Chinese too; a second reader has checked them."""
     problems = []
+    if entry.meta.reviewed is None:
+        problems.append(_problem(entry, "reviewed: no second reading of the fixes against verl's source is recorded"))
     for index, fix in enumerate(entry.meta.fixes):
         if fix.evidence is None:
             problems.append(_problem(entry, f"fixes[{index}].evidence: say what the fix rests on "

@@ -210,3 +210,16 @@ def test_a_code_block_composes_as_one_command_with_its_group_choice(content_dir,
     assert _messages(content_dir, release) == []
     _edit(path, "actor_rollout_ref.actor.megatron.use_mbridge=True", "actor_rollout_ref.actor.megatron.use_bridge_x=True")
     assert any("Hydra refuses" in m and "use_bridge_x" in m for m in _messages(content_dir, release))
+
+
+def test_every_entry_records_its_second_reading(content_dir, release):
+    path = content_dir / "DIST-901.md"
+    _edit(path, "reviewed:\n  release: '0.9.1'\n  date: 2026-12-01\n  result: confirmed\n", "")
+    assert f"{path}:1: reviewed: no second reading of the fixes against verl's source is recorded" in _messages(content_dir, release)
+
+
+def test_a_fix_must_say_what_it_rests_on(content_dir, release):
+    path = content_dir / "TRAIN-901.md"
+    _edit(path, "    evidence: users\n", "")
+    assert any(m.startswith(f"{path}:") and "fixes[0].evidence: say what the fix rests on" in m
+               for m in _messages(content_dir, release))
