@@ -24,3 +24,23 @@ def test_dev_set_top3_and_negatives(tmp_path):
     assert figures["negatives_clean"] == figures["negatives"], figures["failures"]
     assert figures["top3"] >= 0.95, figures["failures"]
     assert figures["top1"] >= 0.85, figures["failures"]
+
+
+COVERAGE = Path(__file__).parent / "fixtures" / "coverage"
+
+
+def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
+    """Every report of the coverage sample names its thread and its expected answer; the manual stays
+    quiet on the errors that are not verl's, and answers the development part at least as well as today."""
+    settings = Settings(data_dir=tmp_path / "data", content_dir=ROOT / "content" / "errors", secret_key="s" * 40)
+    ingest(settings)
+    manual = LocalManual(settings)
+    for folder in ("dev", "holdout"):
+        files = sorted((COVERAGE / folder).glob("*.txt"))
+        assert files
+        for path in files:
+            head = path.read_text().split("\n", 8)
+            assert head[0].startswith("# expect: ") and any(line.startswith("# source: https://") for line in head), path
+    dev = evaluate(manual, COVERAGE / "dev").as_dict()
+    assert dev["negatives_clean"] == dev["negatives"], dev["failures"]
+    assert dev["top1"] >= 0.55 and dev["top3"] >= 0.65, dev
