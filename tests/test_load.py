@@ -121,3 +121,30 @@ def test_overload_is_refused_fast_with_retry_after(tmp_path, content_dir):
     assert {r.status_code for r in responses} <= {200, 503}
     assert 200 in {r.status_code for r in responses}
     assert healthy.status_code == 200
+
+
+@pytest.mark.postgres
+def test_healthz_answers_while_the_database_hangs(tmp_path, content_dir):
+    """A lock that makes every read of the vote table wait stands for a stalled PostgreSQL: /healthz
+    still answers, with 503 and the reason, instead of waiting with the database."""
+    from sqlalchemy import create_engine, text
+
+    with postgres_database() as url:
+        env = {"KB_DATABASE_URL": url, "KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET,
+               "KB_CONTENT_DIR": str(content_dir)}
+        server = ServerProcess(env, tmp_path / "server.log").start()
+        engine = create_engine(url)
+        try:
+            with engine.connect() as locker:
+                locker.execute(text("LOCK TABLE vote IN ACCESS EXCLUSIVE MODE"))  # held until the block ends
+                started = time.monotonic()
+                response = httpx.get(f"{server.url}/healthz", timeout=30)
+                waited = time.monotonic() - started
+                locker.rollback()
+            assert response.status_code == 503
+            assert response.json()["detail"] == "the database did not answer within 1 s"
+            assert waited < HEALTHZ_LIMIT_S
+            assert httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
+        finally:
+            engine.dispose()
+            server.stop()
