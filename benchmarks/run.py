@@ -32,14 +32,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000", help="synthetic corpus sizes for the search engine")
     parser.add_argument("--load-seconds", type=int, default=30, help="duration of each path's load (wrk, 64 connections)")
     parser.add_argument("--only-load", action="store_true", help="run the load tables alone")
+    parser.add_argument("--databases", default="sqlite,postgres", help="which load tables to (re)measure")
     args = parser.parse_args()
     started = time.time()
-    loads = {"SQLite, one server": load.load_figures(args.load_seconds)}
-    if _postgres_reachable():
+    wanted = args.databases.split(",")
+    loads = {}
+    if "sqlite" in wanted:
+        loads["SQLite, one server"] = load.load_figures(args.load_seconds)
+    if "postgres" in wanted and _postgres_reachable():
         loads["PostgreSQL, two servers"] = load.load_figures(args.load_seconds, POSTGRES_URL)
-    if args.only_load:  # keep the other figures of the last full run, replace the load tables
+    if args.only_load:  # keep the other figures of the last run, replace the load tables measured now
         results = json.loads((OUT / "results.json").read_text())
-        results["load"] = loads
+        results["load"] = {**results.get("load", {}), **loads}
         write(results, started)
         return
     results = {
@@ -98,13 +102,15 @@ def load_tables(loads: dict) -> str:
     parts = []
     for label, figures in loads.items():
         parts.append(f"### Load: {label} (wrk, {load.CONNECTIONS} connections, {figures['seconds']} s per path)\n")
-        parts.append("| path | req/s | vs /healthz | goal | not 2xx | socket errors | slowest /healthz during it | server RSS before → after |")
+        parts.append("| path | req/s | vs /healthz | goal | not 2xx | socket errors | slowest /healthz during it "
+                     "(probe answers not 200 / unanswered) | server RSS before → after |")
         parts.append("|---|---|---|---|---|---|---|---|")
         for name, row in figures["rows"].items():
             goal = LOAD_GOALS.get(name)
             met = "" if goal is None else (" (met)" if row["ratio"] >= goal else " (**not met**)")
             parts.append(f"| {name} | {row['rps']:.0f} | {row['ratio']:.2f}x | {f'>= {goal}x' if goal else 'answered, /healthz < 1 s'}{met} "
                          f"| {row['non_2xx']} | {row['socket_errors']} | {row['healthz_worst_s'] * 1000:.0f} ms "
+                         f"({row.get('healthz_not_200', 0)} / {row['healthz_failures']}) "
                          f"| {row['rss_before_mib']:.0f} → {row['rss_after_mib']:.0f} MiB |")
         parts.append(f"\nPeak memory of the server(s) over the whole run (VmHWM): {figures['peak_rss_mib']:.0f} MiB.\n")
     return "\n".join(parts) + "\n"
