@@ -41,8 +41,7 @@ def _json(path: str, payload: dict, headers: dict | None = None) -> dict:
 
 
 def workloads(mcp_sessions: list[str]) -> dict[str, list[dict]]:
-    """Name -> the requests wrk cycles through (MCP calls rotate over many sessions, as many agents would:
-    one session answers its calls one after another)."""
+    """Name -> the requests wrk cycles through (MCP calls rotate over many sessions, as many agents' would)."""
     log = synthetic.training_log(100 * 1024) + "\n" + SHORT_PASTE + "\n"
     diagnose = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                 "params": {"name": "diagnose_log", "arguments": {"text": SHORT_PASTE}}}

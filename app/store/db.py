@@ -15,7 +15,7 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 MIGRATION_LOCK_ID = 7_140_311  # any constant: serialises migrations of replicas starting together
 
 
-SPARE_CONNECTIONS = 4  # for health probes and the index watcher, which bypass the request limit
+SPARE_CONNECTIONS = 4  # for /healthz probes, which bypass the request limit (an abandoned one may hold its own a while)
 
 
 def make_engine(settings: Settings) -> Engine:

@@ -1,7 +1,8 @@
 """url_for that remembers: Starlette's walks every route for each link and raises an exception per miss.
 
 A page builds dozens of links (every tag, category and fix), and that walk was most of its cost. The
-path of a route name with given parameters never changes under a running app, so it is looked up once.
+URL of a route name with given parameters, seen through one base URL, never changes under a running
+app, so it is built once.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from starlette.requests import Request
 
 from app.lru import LRU
 
-PATHS_ATTRIBUTE = "_kb_url_paths"  # kept on the router itself: routers are unhashable
-PATHS_KEPT = 8192
+URLS_ATTRIBUTE = "_kb_urls"  # kept on the router itself: routers are unhashable
+URLS_KEPT = 8192
 
 
 def url_for(request: Request, name: str, /, **params: Any) -> URL:
@@ -31,10 +32,10 @@ def template_url_for(context: dict, name: str, /, **params: Any) -> str:
 def _absolute(request: Request, name: str, params: dict[str, Any]) -> str:
     # keyed by the base URL too: the same route reached through another host or proxy prefix differs
     router = request.scope.get("router") or request.scope.get("app")
-    urls = getattr(router, PATHS_ATTRIBUTE, None)
+    urls = getattr(router, URLS_ATTRIBUTE, None)
     if urls is None:
-        urls = LRU(PATHS_KEPT)
-        setattr(router, PATHS_ATTRIBUTE, urls)
+        urls = LRU(URLS_KEPT)
+        setattr(router, URLS_ATTRIBUTE, urls)
     base = str(request.base_url)  # Starlette works it out once per request
     key = (base, name, *sorted(params.items()))
     url = urls.get(key)
