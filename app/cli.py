@@ -89,6 +89,7 @@ def serve(
     uvicorn.run(
         "app.web.app:create_app", factory=True, host=host or settings.host, port=port or settings.port,
         workers=workers, proxy_headers=True, log_level="info",
+        timeout_keep_alive=settings.keep_alive_timeout,
     )
 
 

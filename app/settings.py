@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     queue_timeout: float = Field(
         10.0, gt=0, le=600, description="Seconds a request may wait for a free slot before it gets 503 with `Retry-After`.",
     )
+    keep_alive_timeout: int = Field(
+        75, ge=1, le=3600, description="Seconds an idle HTTP connection stays open. Longer than the idle expiry of "
+        "clients and proxies (httpx and requests 5 s, nginx upstream 60 s), so the server never closes a connection "
+        "a client is reusing at that moment (which reaches the client as a reset, not an answer).",
+    )
     verl_version: str = Field("0.9.1", description="The verl release whose config keys and modules `kb check` verifies against.")
 
     @field_validator("cors_origins", "allowed_hosts", mode="before")

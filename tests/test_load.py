@@ -8,6 +8,7 @@ the server (it did: /healthz went unanswered for 20 s under 64 concurrent pastes
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
 
 import httpx
@@ -148,3 +149,25 @@ def test_healthz_answers_while_the_database_hangs(tmp_path, content_dir):
         finally:
             engine.dispose()
             server.stop()
+
+
+def test_an_idle_connection_outlives_the_client_keep_alive(tmp_path, content_dir):
+    """Clients keep idle connections for reuse (httpx and requests: 5 s). Had the server closed them at the
+    same age, a request sent on one just then met a reset: one in ~8 load runs lost a request that way."""
+    env = {"KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET, "KB_CONTENT_DIR": str(content_dir)}
+    server = ServerProcess(env, tmp_path / "server.log").start()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    statuses, sockets = [], []
+    try:
+        for pause in (0, 6):  # longer than a client's 5 s idle expiry
+            time.sleep(pause)
+            connection.request("GET", "/healthz")
+            response = connection.getresponse()
+            response.read()
+            statuses.append(response.status)
+            sockets.append(connection.sock)
+    finally:
+        connection.close()
+        server.stop()
+    assert statuses == [200, 200]
+    assert sockets[0] is sockets[1], "the second request needed a new connection"
