@@ -53,9 +53,12 @@ def check(
 @cli.command()
 def index(
     force: Annotated[bool, typer.Option(help="Rebuild even when the content hash is unchanged.")] = False,
+    releases: Annotated[bool, typer.Option(help="Also cache the facts of every verl release on the registry.")] = True,
 ) -> None:
-    """Migrate the database, load the content and build the search index (skipped when unchanged)."""
+    """Migrate the database, load the content, build the search index (skipped when unchanged) and cache
+    the release facts that version-drift and raise-site findings read (only what is missing)."""
     from app.ingest import IngestError, ingest
+    from app.releases import build_all
 
     settings = _settings()
     try:
@@ -65,6 +68,12 @@ def index(
             print(line, file=sys.stderr)
         raise typer.Exit(1)
     out.print(report.describe(), markup=False)
+    if releases:
+        ready, missing = build_all(settings.verl_dir)
+        out.print(f"release facts: {len(ready)} verl releases in {settings.verl_dir / 'facts'}", markup=False)
+        for problem in missing:
+            err.print(f"release facts missing: {problem} (findings about versions and raise sites need them)",
+                      markup=False)
 
 
 @cli.command()

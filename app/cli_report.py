@@ -19,12 +19,16 @@ def print_diagnosis(console: Console, result: dict) -> None:
     confident = [m for m in matches if m["confidence"] in CONFIDENT]
     if not confident:
         console.print("No entry of the manual matches this error with confidence.", style="bold yellow")
+        for finding in result.get("findings", []):
+            if finding["kind"] == "truncated":
+                console.print(f"The paste is cut short: {finding['hint']}", markup=False)
         crash = uncovered_crash(result)
         if crash:
             console.print(f"The crash it does not cover (lines {crash['first_line']}-{crash['last_line']}): "
                           f"{crash['exception_line'][:300]}", markup=False)
         for match in matches:
             console.print(f"  maybe {match['code']}: {match['title']}  ({match['url']})", markup=False)
+        _findings(console, result)
         _environment(console, result)
         return
     first = confident[0]
@@ -43,7 +47,33 @@ def print_diagnosis(console: Console, result: dict) -> None:
     for match in confident[1:]:
         relation = f"consequence of {match['consequence_of']}" if match["consequence_of"] else "also found"
         console.print(f"· {match['code']} {match['title']} ({relation}; {match['confidence']})", markup=False)
+    _findings(console, result)
     _environment(console, result)
+
+
+SOURCE_NOTE = {"pinned": "the log does not say which verl runs; checked against the pinned release",
+               "traceback": "the releases whose files and line numbers fit the traceback", "paste": "as the log states"}
+
+
+def _findings(console: Console, result: dict) -> None:
+    """Version drift and the verl statement that raised (truncation hints are printed with the suggestions)."""
+    for finding in result.get("findings", []):
+        if finding["kind"] == "version_drift":
+            admitted = f"; verl releases that declare it: {finding['admitted_by']}" if finding["admitted_by"] else ""
+            admitted += f"; {finding['entry']} above says what to do" if finding["entry"] else ""
+            console.print(Text(f"Version drift: {finding['package']} {finding['found']}", style="bold yellow"))
+            console.print(f"  verl {finding['verl_version']} declares {finding['package']}{finding['supported']} "
+                          f"({SOURCE_NOTE[finding['verl_version_source']]}){admitted}", markup=False)
+            console.print(f"  line {finding['evidence']['line']}: {finding['evidence']['text'][:200]}", markup=False)
+        elif finding["kind"] == "raise_site":
+            how = "" if finding["located_by"] == "frame" else " (found by its message)"
+            console.print(Text(f"Raised in verl {finding['verl_version']}: {finding['path']}:{finding['line']} "
+                               f"in {finding['function']}{how}", style="bold"))
+            for line in (finding["condition"] + "\n" + finding["statement"]).strip("\n").splitlines():
+                console.print("  " + line, markup=False, highlight=False)
+            console.print(f"  {finding['url']}", markup=False)
+    if result.get("release_facts"):
+        console.print(result["release_facts"], style="dim", markup=False)
 
 
 def _environment(console: Console, result: dict) -> None:

@@ -10,7 +10,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from app.entries import load_catalog_strict
+from app.findings import Findings
 from app.matcher import CONFIDENT, Matcher
+from app.releases import ReleaseLibrary
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
@@ -36,6 +38,7 @@ class LocalManual:
         self.rebuilt = False
         self.search = self._search()
         self.matcher = Matcher(self.catalog, fulltext=self.search.fulltext if self.search else None)
+        self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
 
     def _search(self) -> SearchService | None:
         data_dir = self.settings.data_dir
@@ -58,7 +61,7 @@ class LocalManual:
     def match(self, text: str | bytes, limit: int = 5) -> dict:
         """Return the `/api/v1/match` JSON for a paste (fixes ordered by this machine's votes, if any)."""
         diagnosis = self.matcher.diagnose(text, limit)
-        return match_data(diagnosis, self.catalog, self._stats(diagnosis), "en", self.url_for)
+        return match_data(diagnosis, self.catalog, self._stats(diagnosis), "en", self.url_for, self.findings)
 
     def _stats(self, diagnosis) -> dict:
         if not self.settings.database_url and not (self.settings.data_dir / "kb.sqlite3").exists():

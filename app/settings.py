@@ -26,6 +26,10 @@ class Settings(BaseSettings):
     data_dir: Path = Field(
         Path("data"), description="Holds the SQLite file, the search index, the verl wheel and the secret key."
     )
+    releases_dir: Path | None = Field(
+        None, description="Cached facts of every verl release (declared requirements, raise sites); "
+        "empty means `<data_dir>/verl`. `kb index` fills it from the package registry.",
+    )
     content_dir: Path = Field(ROOT / "content" / "errors", description="Folder of the Markdown error entries.")
     database_url: str = Field(
         "", description="SQLAlchemy URL; empty means SQLite at `<data_dir>/kb.sqlite3`. "
@@ -124,6 +128,10 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'kb.sqlite3').resolve()}"
+
+    @property
+    def verl_dir(self) -> Path:
+        return self.releases_dir or self.data_dir / "verl"
 
     @property
     def index_dir(self) -> Path:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry, facets
+from app.findings import Findings
 from app.matcher import Diagnosis
 from app.render import to_html
 from app.search.query import SearchResult
@@ -131,8 +132,9 @@ def match_stats(diagnosis: Diagnosis, session: Session) -> dict:
     return fix_stats(session=session, codes=codes) if codes else {}
 
 
-def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, url_for: UrlFor) -> dict:
-    """The `/api/v1/match` contract: matches root cause first, with fixes, blocks and environment.
+def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, url_for: UrlFor,
+               findings: Findings) -> dict:
+    """The `/api/v1/match` contract: matches root cause first, with fixes, blocks, environment and findings.
 
     ``stats`` are the vote counts of the matched entries (see ``match_stats``).
     """
@@ -155,6 +157,7 @@ def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, u
     ]
     return {
         "matches": matches, "blocks": blocks, "environment": diagnosis.environment.as_dict(),
+        "findings": findings.find(diagnosis, catalog), "release_facts": findings.missing,
         "took_ms": round(diagnosis.took_ms, 3),
     }
 
@@ -178,7 +181,7 @@ def compact_match(data: dict) -> dict:
          "fixes": [{"id": f["id"], "title": f["title"], "body": f["body"], "success_rate": f["success_rate"]}
                    for f in m["fixes"] if not f["dead_end"]][:COMPACT_FIXES]}
         for m in data["matches"]
-    ]}
+    ], "findings": data["findings"]}
 
 
 def compact_search(data: dict) -> dict:

@@ -71,6 +71,32 @@ def _fts5_query(text: str) -> str:
     return " OR ".join(f'"{word}"' for word in words) or '""'
 
 
+def findings_figures() -> dict:
+    """Findings on a 1 MiB log next to matching it, and the size, build and load time of the release facts."""
+    from app.findings import Findings
+    from app.releases import ReleaseLibrary, facts_dir, read_wheel_facts
+    from app.settings import Settings
+
+    verl_dir = ROOT / "data" / "verl"
+    library = ReleaseLibrary.load(verl_dir)
+    findings = Findings(library, Settings().verl_version)
+    matcher = Matcher(load_catalog_strict(synthetic.CONTENT))
+    log = synthetic.pip_listing() + synthetic.training_log(MIB)
+    diagnosis = matcher.diagnose(log)
+    found = findings.find(diagnosis)
+    wheel = sorted((verl_dir / "wheels").glob(f"verl-{Settings().verl_version}-*.whl"))[0]
+    files = list(facts_dir(verl_dir).glob("*.json.gz"))
+    return {
+        "bytes": len(log), "match_ms": best_of(lambda: matcher.diagnose(log)) * 1000,
+        "findings_ms": best_of(lambda: findings.find(diagnosis)) * 1000,
+        "regex_ms": best_of(lambda: REGEX_PASS.findall(log)) * 1000,
+        "kinds": sorted({finding["kind"] for finding in found}),
+        "releases": len(library.releases), "facts_bytes": sum(path.stat().st_size for path in files),
+        "build_one_s": best_of(lambda: read_wheel_facts(wheel, "bench"), runs=1),
+        "load_all_s": best_of(lambda: ReleaseLibrary.load(verl_dir)),
+    }
+
+
 def search_figures(sizes=(100, 1000, 10000)) -> list[dict]:
     """Uncached query p50 of our engine vs SQLite FTS5 on the same synthetic corpus; index build times."""
     queries = synthetic.queries()

@@ -95,3 +95,10 @@ def queries(count: int = 200, *, seed: int = 3) -> list[str]:
         else:
             picked.append(entry.meta.title_zh[:4])
     return picked
+
+
+def pip_listing() -> str:
+    """A `pip list` as users paste it above their log: versions the findings read (vLLM out of verl 0.9.1's range)."""
+    rows = [("Package", "Version"), ("-" * 24, "-" * 12), ("verl", "0.9.1"), ("torch", "2.11.0"), ("vllm", "0.11.0"),
+            ("transformers", "5.9.0"), ("tensordict", "0.10.0"), ("numpy", "2.2.6"), ("ray", "2.49.0")]
+    return "".join(f"{name:<24} {version}\n" for name, version in rows)

@@ -43,6 +43,7 @@ def content_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(tmp_path: Path, content_dir: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", content_dir=content_dir, secret_key="s" * 40,
+                    releases_dir=SHARED_DATA / "verl",
                     vote_rate_limit="1000/minute")
 
 

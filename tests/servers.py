@@ -52,7 +52,8 @@ class ServerProcess:
     def __init__(self, env: dict[str, str], log: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **env, "KB_HOST": "127.0.0.1", "KB_PORT": str(self.port)}
+        self.env = {**os.environ, "KB_RELEASES_DIR": str(ROOT / "data" / "verl"), **env,
+                    "KB_HOST": "127.0.0.1", "KB_PORT": str(self.port)}
         self.log = log
         self.process: subprocess.Popen | None = None
 

@@ -24,7 +24,8 @@ UNKNOWN_CRASH = """(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent cal
 def kb(runner, settings):
     ingest(settings)
     env = {"KB_DATA_DIR": str(settings.data_dir), "KB_CONTENT_DIR": str(settings.content_dir),
-           "KB_SECRET_KEY": settings.secret_key, "KB_PUBLIC_URL": "http://testserver"}
+           "KB_SECRET_KEY": settings.secret_key, "KB_PUBLIC_URL": "http://testserver",
+           "KB_RELEASES_DIR": str(settings.verl_dir)}
 
     def invoke(*args: str, stdin: str | bytes | None = None):
         return runner.invoke(cli, ["match", *args], input=stdin, env=env)

@@ -76,6 +76,9 @@ class Review(Strict):
     note: str | None = Field(None, description="What was corrected, in a sentence.")
 
 
+PACKAGE_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
 class EntryMeta(Strict):
     """Front matter of ``content/errors/<CODE>.md``."""
 
@@ -101,6 +104,10 @@ class EntryMeta(Strict):
     reviewed: Review | None = Field(None, description="The second reading of the fixes (required by kb check).")
     fixed_in: str | None = Field(None, description="The release or PR that fixes it, e.g. 'verl 0.5.0' or a PR URL.")
     applies_to: str | None = None
+    drift: list[str] = Field(
+        [], description="Packages (PyPI names) whose version drift this entry is about: a drift finding about one of "
+        "them points at the entry instead of repeating it.",
+    )
     related: list[str] = []
     sources: list[str] = []
     invalid_keys: list[str] = Field(
@@ -123,6 +130,14 @@ class EntryMeta(Strict):
         for code in value:
             if not CODE_RE.match(code):
                 raise ValueError(f"{code!r} is not an entry code")
+        return value
+
+    @field_validator("drift")
+    @classmethod
+    def _package_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not PACKAGE_RE.fullmatch(name):
+                raise ValueError(f"{name!r} is not a PyPI name in normal form (lower case, '-' between words)")
         return value
 
     @field_validator("applies_to")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -172,10 +172,58 @@ class EnvironmentOut(BaseModel):
     gpu: str | None
 
 
+class Evidence(BaseModel):
+    line: int = Field(description="1-based line of the paste (prefixes such as Ray's removed).")
+    text: str
+
+
+class VersionDriftOut(BaseModel):
+    kind: Literal["version_drift"]
+    package: str
+    found: str = Field(description="The version the paste shows.")
+    supported: str = Field(description="The range the verl release declares (and the extra it comes from).")
+    verl_version: str = Field(description="The verl release checked: one version or a span `0.5.0–0.6.1`.")
+    verl_version_source: Literal["paste", "traceback", "pinned"] = Field(
+        description="Where the release came from: stated in the paste, the releases whose files and line numbers "
+                    "fit the traceback, or the manual's pinned release.")
+    admitted_by: str | None = Field(description="The verl releases whose declared range admits the version found "
+                                                "(one version or a span), or null when none does.")
+    entry: str | None = Field(description="The matched entry about this package's drift (it says what to do), or null.")
+    evidence: Evidence
+
+
+class RaiseSiteOut(BaseModel):
+    kind: Literal["raise_site"]
+    verl_version: str
+    verl_version_source: Literal["paste", "traceback", "pinned"]
+    path: str
+    line: int
+    function: str
+    statement: str = Field(description="The `raise` or `assert` statement as written in that release.")
+    condition: str = Field(description="The `if` test the raise sits under, or empty.")
+    url: str = Field(description="The line at the release's tag on GitHub.")
+    block: int
+    located_by: Literal["frame", "message"] = Field(
+        description="`frame`: the traceback's deepest frame is this line; `message`: the message fits the statement's text.")
+
+
+class TruncatedOut(BaseModel):
+    kind: Literal["truncated"]
+    block: int
+    wrapped_type: str | None = Field(description="The inner error a Ray wrapper names, e.g. OutOfMemoryError.")
+    hint: str = Field(description="What the paste lacks and what to paste next.")
+
+
+Finding = Annotated[Union[VersionDriftOut, RaiseSiteOut, TruncatedOut], Field(discriminator="kind")]
+
+
 class MatchResponse(BaseModel):
     matches: list[MatchOut]
     blocks: list[BlockOut]
     environment: EnvironmentOut
+    findings: list[Finding] = Field(description="What the paste shows beyond the matches: version drift, the verl "
+                                                "statement that raised, what a truncated paste lacks.")
+    release_facts: str | None = Field(description="Why version and raise-site findings are unavailable, or null.")
     took_ms: float
 
 

@@ -13,9 +13,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from app.entries import Catalog, ContentError, load_catalog_strict
+from app.findings import Findings
 from app.lru import LRU
 from app.matcher import Diagnosis, Matcher
 from app.ratelimit import RateLimiter
+from app.releases import ReleaseLibrary
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
@@ -47,6 +49,8 @@ class ServerState:
         self.error: str | None = None
         self.secret = settings.resolved_secret()
         self.vote_limiter = RateLimiter(*settings.vote_rate())
+        self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
+        self.findings.warm()  # the pinned release's layout and message templates: the first paste waits for none
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -84,7 +88,7 @@ class ServerState:
         diagnosis = snapshot.matcher.diagnose(text, limit)
         with self.session() as session:
             stats = match_stats(diagnosis, session)
-        return diagnosis, match_data(diagnosis, snapshot.catalog, stats, lang, url_for)
+        return diagnosis, match_data(diagnosis, snapshot.catalog, stats, lang, url_for, self.findings)
 
     def reload_if_changed(self) -> bool:
         """Load a newer index if `kb index` swapped one in; return True when a new snapshot is served."""
