@@ -13,9 +13,9 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
-
 import re2
+
+from app.matcher.environment import is_version
 
 VERSION = r"v?(\d+(?:\.\d+)+(?:[.-]?(?:post|dev|rc|a|b)\d*)*(?:\+[\w.]+)?)"
 NAME = r"[A-Za-z][A-Za-z0-9._-]{0,60}"
@@ -99,7 +99,7 @@ def extract_versions(text: str) -> list[FoundVersion]:
 
     def add(package: str, version: str, index: int) -> None:
         package = canonical(package)
-        if not package or package in NOT_PACKAGES or not _valid(version) or (package, version) in seen:
+        if not package or package in NOT_PACKAGES or not is_version(version) or (package, version) in seen:
             return
         seen.add((package, version))
         found.append(FoundVersion(package, version, index + 1, lines[index].strip()[:300]))
@@ -184,11 +184,3 @@ def _listing_lines(lines: list[str], candidates: list[int]) -> set[int]:
 def _close(run: list[int], under_header: bool, chosen: set[int]) -> None:
     if len(run) >= MIN_LISTING_LINES or (under_header and run):
         chosen.update(run)
-
-
-def _valid(version: str) -> bool:
-    try:
-        Version(version)
-    except InvalidVersion:
-        return False
-    return True

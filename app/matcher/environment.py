@@ -64,7 +64,7 @@ def extract_environment(paste: Paste) -> Environment:
             if name in env.versions or name.split("-")[0] not in lowered.replace("_", "-"):
                 continue
             found = pattern.search(text)
-            if found and _plausible(found.group(1)):
+            if found and is_version(found.group(1)):
                 env.versions[name] = found.group(1)
         if "nccl" not in env.versions and "NCCL version" in text:
             found = NCCL_RE.search(text)
@@ -81,7 +81,7 @@ def extract_environment(paste: Paste) -> Environment:
     return env
 
 
-def _plausible(version: str) -> bool:
+def is_version(version: str) -> bool:
     try:
         Version(version)
     except InvalidVersion:
