@@ -10,7 +10,7 @@ from app.hydra_config import OverrideChecker
 from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
-from app.matcher.signatures import specificity
+from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
 from app.verl_release import VerlRelease
 
 MIN_BODY_WORDS = 60
@@ -44,6 +44,8 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
             problems += _check_overrides(entry, release, overrides)
     if overrides is not None:
         overrides.save()
+    if not any(p.message.startswith("signatures.") for p in problems):
+        problems += _check_set_headroom(catalog)
     if not any(p.message.startswith("signatures.") for p in problems):
         problems += _check_examples(catalog)
     return catalog, sorted(set(problems))
@@ -117,6 +119,20 @@ def _check_signatures(entry: Entry) -> list[Problem]:
                 "signatures", index,
             ))
     return problems
+
+
+def _check_set_headroom(catalog: Catalog) -> list[Problem]:
+    """The signature set must compile in a fraction of the budget the matcher gives it; if not, the
+    problem is reported at the costliest signature: a set at the edge breaks on the next entry."""
+    try:
+        SignatureSet(catalog, max_mem=SET_MAX_MEM // HEADROOM)
+    except SignatureError as exc:
+        costliest = max(((entry, index, compile_signature(pattern).programsize) for entry in catalog
+                         for index, pattern in enumerate(entry.meta.signatures)), key=lambda item: item[2])
+        entry, index, _size = costliest
+        hint = "narrow the widest gaps, e.g. `(?:.*\\n){0,14}?` instead of `[\\s\\S]{0,1000}`"
+        return [_problem(entry, f"signatures.{index}: {exc} ({hint})", "signatures", index)]
+    return []
 
 
 def _check_examples(catalog: Catalog) -> list[Problem]:

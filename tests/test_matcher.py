@@ -230,3 +230,16 @@ def test_with_cascades_only_the_first_to_appear_leads():
     matches = Matcher(catalog).diagnose(text).matches
     assert [match.code for match in matches[:2]] == ["ROLL-005", "DIST-001"]
     assert not matches[0].root_cause and matches[0].confidence == "medium"
+
+
+def test_a_signature_set_over_its_memory_budget_names_the_costliest_signature(tmp_path):
+    from app.matcher import SignatureError
+    from app.matcher.signatures import SignatureSet
+    from tests.conftest import FIXTURE_CONTENT
+
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    SignatureSet(catalog, max_mem=1 << 20)  # the fixture set is small
+    wide = next(iter(catalog))
+    wide.meta.signatures.append(r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError")
+    with pytest.raises(SignatureError, match=rf"do not fit in one RE2 set of 1 MiB; the largest: {wide.code} "):
+        SignatureSet(catalog, max_mem=1 << 20)

@@ -11,10 +11,15 @@ from app.entries import Catalog
 
 LITERAL_RE = re.compile(r"\\[dDsSwWbB]|\\.|[\[\](){}^$.*+?|]")
 MAX_LOCATIONS = 64
+# RE2 compiles the whole set into one program within this budget (its default, 8 MiB, held about 600
+# signatures and one wide `[\s\S]{0,700}` more broke it). Only what the program needs is allocated.
+SET_MAX_MEM = 256 << 20
+# `kb check` wants the set to compile in a quarter of the budget, so content never lands at the edge.
+HEADROOM = 4
 
 
 class SignatureError(ValueError):
-    """A signature that RE2 refuses (backreferences, lookaround, ...)."""
+    """A signature that RE2 refuses (backreferences, lookaround, ...), or a set too large to compile."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +51,11 @@ def specificity(pattern: str) -> int:
 class SignatureSet:
     """Every signature of a catalog, with an RE2 set for the single detection pass."""
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, max_mem: int = SET_MAX_MEM):
         self.signatures: list[Signature] = []
         options = re2.Options()
         options.log_errors = False
+        options.max_mem = max_mem
         self._set = re2.Set.SearchSet(options)
         for entry in catalog:
             for pattern in entry.meta.signatures:
@@ -58,7 +64,16 @@ class SignatureSet:
                 self.signatures.append(Signature(entry.code, pattern, compiled, specificity(pattern)))
         self._empty = not self.signatures
         if not self._empty:
-            self._set.Compile()
+            try:
+                self._set.Compile()
+            except re2.error:
+                raise SignatureError(f"the {len(self.signatures)} signatures do not fit in one RE2 set of "
+                                     f"{max_mem >> 20} MiB; the largest: {self.largest()}") from None
+
+    def largest(self, count: int = 5) -> str:
+        """The signatures whose compiled programs are biggest (wide gaps such as `[\\s\\S]{0,700}` cost most)."""
+        ranked = sorted(self.signatures, key=lambda signature: signature.compiled.programsize, reverse=True)
+        return "; ".join(f"{s.code} {s.pattern[:60]!r} ({s.compiled.programsize})" for s in ranked[:count])
 
     def __len__(self) -> int:
         return len(self.signatures)
