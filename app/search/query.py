@@ -162,7 +162,8 @@ class SearchService:
         if not concepts:
             return None, []
         reader = searcher.reader()
-        parts = [(concept.label, _union([self._alternative(reader, pieces) for pieces in concept.alternatives]))
+        parts = [(concept.label, _union([self._alternative(reader, pieces) for pieces in concept.alternatives
+                                         if _possible(reader, pieces)] or [q.NullQuery]))
                  for concept in concepts]
         whole = _union([query for _, query in parts], scale=0.9) if len(parts) > 1 else parts[0][1]
         return whole, parts
@@ -171,6 +172,21 @@ class SearchService:
     def _alternative(reader, pieces) -> q.Query:
         queries = [_piece(reader, piece) for piece in pieces]
         return queries[0] if len(queries) == 1 else q.And(queries)
+
+
+def _possible(reader, pieces) -> bool:
+    """Whether the index holds every piece of an alternative: a synonym group brings a dozen words, and
+    building matchers for the ones no entry uses made every query pay for them."""
+    def present(term: str) -> bool:
+        return any(reader.doc_frequency(name, term) for name in FIELDS)
+
+    for piece in pieces:
+        if piece.kind == "chinese":
+            if not all(present(gram) for gram in piece.tokens):
+                return False
+        elif not (any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())):
+            return False
+    return True
 
 
 def _piece(reader, piece: Piece) -> q.Query:
