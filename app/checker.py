@@ -11,6 +11,7 @@ from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
 from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
+from app.search import synonyms
 from app.verl_release import VerlRelease
 
 MIN_BODY_WORDS = 60
@@ -48,7 +49,13 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_set_headroom(catalog)
     if not any(p.message.startswith("signatures.") for p in problems):
         problems += _check_examples(catalog)
+    problems += check_synonyms(synonyms.DEFAULT_PATH)
     return catalog, sorted(set(problems))
+
+
+def check_synonyms(path: Path) -> list[Problem]:
+    """The search synonym list must not make two unrelated words equal (see app/search/synonyms.py)."""
+    return [Problem(str(path), line, f"synonyms: {message}") for line, message in synonyms.problems(path)]
 
 
 def _all_codes(content_dir: Path) -> set[str]:

@@ -190,6 +190,39 @@ def eval_(
     )
 
 
+@cli.command(name="search-eval")
+def search_eval(
+    titles: Annotated[Path, typer.Argument(help="Tab-separated title file (columns id, expect, lang, title).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Top-1 / top-5 of search over real issue titles labelled with the entries that answer them."""
+    import json
+
+    from app.diagnose import LocalManual
+    from app.search.evaluate import figures, read_titles, run
+
+    try:
+        cases = read_titles(titles)
+    except (OSError, ValueError) as exc:
+        err.print(f"kb search-eval: {exc}", markup=False)
+        raise typer.Exit(2)
+    manual = LocalManual(_settings())
+    if manual.search is None:
+        err.print(f"kb search-eval: {manual.notice}", markup=False)
+        raise typer.Exit(2)
+    result = figures(run(manual.search, cases))
+    if as_json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    for miss in result["misses"]:
+        out.print(f"MISS {miss['id']} {miss['title']!r}: expected {' '.join(miss['expect'])}, "
+                  f"got {', '.join(miss['got']) or 'nothing'}", markup=False)
+    langs = "; ".join(f"{lang} {block['titles']}: top-1 {block['top1']:.3f}, top-5 {block['top5']:.3f}"
+                      for lang, block in result["by_lang"].items())
+    out.print(f"{result['titles']} titles: top-1 {result['top1']:.3f}, top-5 {result['top5']:.3f}, "
+              f"{result['empty']} empty ({langs})", markup=False)
+
+
 votes_cli = typer.Typer(no_args_is_help=True, help="Vote reports and exports.")
 cli.add_typer(votes_cli, name="votes")
 

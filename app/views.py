@@ -122,7 +122,7 @@ def search_data(result: SearchResult, lang: str, url_for: UrlFor, *, query: str,
     return {
         "query": query, "category": category, "hits": hits, "total": result.total, "facets": result.facets,
         "page": page, "limit": limit, "pages": max(1, -(-result.total // limit)), "took_ms": result.took_ms,
-        "suggestions": result.suggestions, "fuzzy": result.fuzzy,
+        "suggestions": result.suggestions, "fuzzy": result.fuzzy, "dropped": result.dropped,
     }
 
 

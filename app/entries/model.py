@@ -97,6 +97,9 @@ class EntryMeta(Strict):
     )
     fixes: list[Fix] = Field(min_length=1)
     tags: list[str] = []
+    aliases: list[str] = Field(
+        [], description="How users describe this failure in their own words (issue titles, colloquial Chinese): "
+        "searched with the title, so a query in those words finds the entry.")
     backends: list[Backend] = Field([], description="Training backends the failure occurs with; empty: any.")
     engines: list[Engine] = Field([], description="Rollout engines the failure occurs with; empty: any.")
     hardware: list[Hardware] = Field([], description="Accelerators the failure occurs on; empty: any.")

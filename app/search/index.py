@@ -18,7 +18,7 @@ from app.search.analysis import analyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -34,7 +34,7 @@ def schema() -> Schema:
     return Schema(
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
-        # code, titles, summaries and tags: a word here says more than the same word in a body
+        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body
         head=TEXT(analyzer=text, field_boost=3.0),
         # bodies (English and Chinese), exception, signatures, examples, fixes
         text=TEXT(analyzer=text),
@@ -49,7 +49,8 @@ def document(entry: Entry) -> dict:
     fixes = "\n".join(f"{fix.title}\n{fix.body}" for fix in meta.fixes)
     fixes_zh = "\n".join([fix.title_zh for fix in meta.fixes] + list(entry.fix_bodies_zh.values()))
     error_text = "\n".join([meta.exception, *meta.examples])
-    head = "\n".join([meta.code, meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags)])
+    head = "\n".join([meta.code, meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags),
+                      *meta.aliases])
     return {
         "code": meta.code, "category": meta.category, "head": head,
         "text": "\n".join([entry.body, entry.body_zh, error_text, *meta.signatures, fixes, fixes_zh]),
@@ -61,7 +62,7 @@ def document(entry: Entry) -> dict:
 def english_text(entry: Entry) -> str:
     """The English words of an entry, for the typo corrector's vocabulary."""
     meta = entry.meta
-    return "\n".join([meta.title, meta.summary, entry.body, *meta.examples, *meta.tags,
+    return "\n".join([meta.title, meta.summary, entry.body, *meta.examples, *meta.tags, *meta.aliases,
                       *(fix.title + "\n" + fix.body for fix in meta.fixes)])
 
 

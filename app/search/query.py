@@ -16,6 +16,8 @@ from app.lru import LRU
 from app.search.analysis import CJK_RE, analyzer
 from app.search.index import Generation
 from app.search.spelling import Speller
+from app.search.synonyms import Synonyms
+from app.search.understand import Piece, QueryReader
 
 FIELDS = ("head", "text")
 SNIPPET_FIELDS = {"en": ("error_text", "summary", "body", "fixes"), "zh": ("summary_zh", "body_zh", "error_text", "summary")}
@@ -47,16 +49,18 @@ class SearchResult:
     suggestions: list[str] = field(default_factory=list)
     fuzzy: bool = False
     cached: bool = False
+    # the user's words the first hit lacks, when no entry has them all (empty when one does)
+    dropped: list[str] = field(default_factory=list)
 
 
 class SearchService:
     """Answers queries against one opened index, with a small pool of searchers shared by all threads."""
 
-    def __init__(self, generation: Generation, cache_size: int = CACHE_SIZE):
+    def __init__(self, generation: Generation, cache_size: int = CACHE_SIZE, synonyms: Synonyms | None = None):
         self.ix = generation.ix
         self.content_hash = generation.content_hash
         self.speller = Speller(generation.words)
-        self._analyzer = analyzer()
+        self._reader = QueryReader(analyzer(), synonyms if synonyms is not None else Synonyms.load())
         # a few searchers shared by all threads: each caches postings, so one per request thread (40 under
         # load) cost hundreds of MB, while more than a handful cannot run at once under the GIL anyway
         self._searchers: queue.LifoQueue = queue.LifoQueue()
@@ -96,13 +100,13 @@ class SearchService:
     def _search(self, searcher, text: str, *, category: str | None, lang: str, limit: int, page: int) -> SearchResult:
         started = time.perf_counter()
         text = (text or "")[:MAX_QUERY_CHARS]
-        parsed = self._build(searcher, text)
+        parsed, parts = self._build(searcher, text)
         corrected = ""
         matching = self._matching(searcher, parsed)
         if not matching:
             corrected = self.correct(text)
             if corrected:
-                parsed = self._build(searcher, corrected)
+                parsed, parts = self._build(searcher, corrected)
                 matching = self._matching(searcher, parsed)
         facets: dict[str, int] = {}
         for docnum in matching:
@@ -110,14 +114,17 @@ class SearchService:
             facets[name] = facets.get(name, 0) + 1
         total = facets.get(category, 0) if category else len(matching)
         hits: list[Hit] = []
+        dropped: list[str] = []
         if total:
             # a top-N search lets Whoosh skip blocks that cannot reach the top; counting used no scores
             only = q.Term("category", category) if category else None
             results = searcher.search(parsed, limit=page * limit, filter=only)
             words = _highlight_words(corrected or text)
             hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit:]]
+            if len(parts) > 1 and not q.And([query for _, query in parts]).matcher(searcher).is_active():
+                dropped = _missing_at(searcher, parts, results[0].docnum)
         suggestions = corrected.split() if corrected else []
-        return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total))
+        return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total), dropped=dropped)
 
     @staticmethod
     def _matching(searcher, parsed) -> list[int]:
@@ -129,7 +136,7 @@ class SearchService:
     def fulltext(self, text: str, limit: int) -> list[tuple[str, float]]:
         """Return (code, score) pairs for the matcher's fallback."""
         with self._searcher() as searcher:
-            parsed = self._build(searcher, text[:MAX_QUERY_CHARS])
+            parsed, _ = self._build(searcher, text[:MAX_QUERY_CHARS])
             if parsed is None:
                 return []
             return [(hit["code"], float(hit.score)) for hit in searcher.search(parsed, limit=limit)]
@@ -150,25 +157,63 @@ class SearchService:
         return " ".join(words) if changed else ""
 
     def _build(self, searcher, text: str):
-        groups = _token_groups(self._analyzer, text)[:MAX_TERM_GROUPS]
-        if not groups:
-            return None
+        """The whole query (any concept, more concepts scoring higher) and each concept's own query."""
+        concepts = self._reader.read(text)[:MAX_TERM_GROUPS]
+        if not concepts:
+            return None, []
         reader = searcher.reader()
-        clauses = []
-        for tokens in groups:
-            whole, parts = tokens[0], tokens[1:]
-            if CJK_RE.match(whole):
-                # every bigram of the run must be there: a dictionary-free word match
-                per_field = [q.And([q.Term(name, gram) for gram in tokens]) for name in FIELDS]
-            elif parts and not any(reader.doc_frequency(name, whole) for name in FIELDS):
-                # an identifier the manual never writes whole: look for its parts together
-                per_field = [q.And([q.Term(name, part) for part in parts]) for name in FIELDS]
-            else:
-                per_field = [q.Term(name, whole) for name in FIELDS]
-            per_field.append(q.Term("code", whole.upper(), boost=10.0))
-            clauses.append(_union(per_field))
-        return _union(clauses, scale=0.9) if len(clauses) > 1 else clauses[0]
+        parts = [(concept.label, _union([self._alternative(reader, pieces) for pieces in concept.alternatives
+                                         if _possible(reader, pieces)] or [q.NullQuery]))
+                 for concept in concepts]
+        whole = _union([query for _, query in parts], scale=0.9) if len(parts) > 1 else parts[0][1]
+        return whole, parts
 
+    @staticmethod
+    def _alternative(reader, pieces) -> q.Query:
+        queries = [_piece(reader, piece) for piece in pieces]
+        return queries[0] if len(queries) == 1 else q.And(queries)
+
+
+def _possible(reader, pieces) -> bool:
+    """Whether the index holds every piece of an alternative: a synonym group brings a dozen words, and
+    building matchers for the ones no entry uses made every query pay for them."""
+    def present(term: str) -> bool:
+        return any(reader.doc_frequency(name, term) for name in FIELDS)
+
+    for piece in pieces:
+        if piece.kind == "chinese":
+            if not all(present(gram) for gram in piece.tokens):
+                return False
+        elif not (any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())):
+            return False
+    return True
+
+
+def _piece(reader, piece: Piece) -> q.Query:
+    """One word in either searched field; an identifier the manual never writes whole, by its parts."""
+    if piece.kind == "chinese":
+        # every bigram of a known Chinese word: a dictionary-free word match
+        return _union([q.And([q.Term(name, gram) for gram in piece.tokens]) for name in FIELDS])
+    if piece.kind == "chinese_any":
+        return _union([q.Term(name, gram) for name in FIELDS for gram in piece.tokens])
+    whole, parts = piece.tokens[0], piece.tokens[1:]
+    if parts and not any(reader.doc_frequency(name, whole) for name in FIELDS):
+        per_field = [q.And([q.Term(name, part) for part in parts]) for name in FIELDS]
+    else:
+        per_field = [q.Term(name, whole) for name in FIELDS]
+    return _union([*per_field, q.Term("code", whole.upper(), boost=10.0)])
+
+
+def _missing_at(searcher, parts, docnum: int) -> list[str]:
+    """The concepts a document lacks, by the user's own words."""
+    missing = []
+    for label, query in parts:
+        matcher = query.matcher(searcher)
+        if matcher.is_active():
+            matcher.skip_to(docnum)
+        if not (matcher.is_active() and matcher.id() == docnum):
+            missing.append(label)
+    return missing
 
 
 def _hit(searcher, docnum: int, score: float, words: re.Pattern | None, lang: str) -> Hit:
@@ -183,21 +228,6 @@ def _union(subqueries: list, scale: float | None = None) -> q.Or:
     union = q.Or(subqueries, scale=scale)
     union.matcher_type = q.Or.DEFAULT_MATCHER
     return union
-
-
-def _token_groups(analyzer, text: str) -> list[list[str]]:
-    """Group tokens by position: [whole, part, part, ...]; a Chinese run becomes one group of bigrams."""
-    groups: dict[int, list[str]] = {}
-    for token in analyzer(text, positions=True, mode="query"):
-        groups.setdefault(token.pos, []).append(token.text)
-    merged: list[list[str]] = []
-    for position in sorted(groups):
-        tokens = groups[position]
-        if CJK_RE.match(tokens[0]) and merged and CJK_RE.match(merged[-1][0]) and merged[-1][-1][-1] == tokens[0][0]:
-            merged[-1].append(tokens[0])  # next bigram of the same Chinese run
-        else:
-            merged.append(list(dict.fromkeys(tokens)))
-    return merged
 
 
 def _highlight_words(text: str) -> re.Pattern | None:

@@ -125,6 +125,8 @@ class SearchOut(BaseModel):
     pages: int
     suggestions: list[str]
     fuzzy: bool = Field(description="True when the words matched only with a typo allowance.")
+    dropped: list[str] = Field(description="When no entry has all the query's words: those the first hit lacks "
+                               "(the hits are the closest entries). Empty when an entry has them all.")
 
 
 class MatchIn(BaseModel):
