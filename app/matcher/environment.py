@@ -58,7 +58,7 @@ def extract_environment(paste: Paste) -> Environment:
             break
         text = found_line.group(0)[:SCAN_CHARS]
         if isinstance(text, bytes):
-            text = text.decode("ascii")
+            text = text.decode("utf-8", "replace")  # a cut at SCAN_CHARS may split a character
         lowered = text.lower()
         for name, pattern in PACKAGE_RES.items():
             if name in env.versions or name.split("-")[0] not in lowered.replace("_", "-"):

@@ -81,8 +81,8 @@ class SignatureSet:
     def hits(self, text: str | bytes) -> list[tuple[Signature, list[tuple[int, int]]]]:
         """Return each signature that matches ``text`` with up to 64 (start, end) spans.
 
-        Pass a paste's ``searchable`` form: RE2 works on UTF-8 and, given a str, encodes it and maps
-        byte offsets back to characters on every call; ASCII bytes spare it both (offsets agree).
+        Pass a paste's ``searchable`` form (UTF-8 bytes): spans are byte offsets, which
+        ``Paste.line_at`` maps to lines.
         """
         if self._empty or not text:
             return []

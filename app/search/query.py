@@ -61,6 +61,9 @@ class SearchService:
         self.content_hash = generation.content_hash
         self.speller = Speller(generation.words)
         self._reader = QueryReader(analyzer(), synonyms if synonyms is not None else Synonyms.load())
+        # the matcher's fallback searches with a log's own words: synonyms of what people type would only
+        # add noise there (they pushed the right entry out of the top three for two development pastes)
+        self._literal_reader = QueryReader(analyzer(), Synonyms({}))
         # a few searchers shared by all threads: each caches postings, so one per request thread (40 under
         # load) cost hundreds of MB, while more than a handful cannot run at once under the GIL anyway
         self._searchers: queue.LifoQueue = queue.LifoQueue()
@@ -136,7 +139,7 @@ class SearchService:
     def fulltext(self, text: str, limit: int) -> list[tuple[str, float]]:
         """Return (code, score) pairs for the matcher's fallback."""
         with self._searcher() as searcher:
-            parsed, _ = self._build(searcher, text[:MAX_QUERY_CHARS])
+            parsed, _ = self._build(searcher, text[:MAX_QUERY_CHARS], literal=True)
             if parsed is None:
                 return []
             return [(hit["code"], float(hit.score)) for hit in searcher.search(parsed, limit=limit)]
@@ -156,9 +159,11 @@ class SearchService:
             words.append(word)
         return " ".join(words) if changed else ""
 
-    def _build(self, searcher, text: str):
-        """The whole query (any concept, more concepts scoring higher) and each concept's own query."""
-        concepts = self._reader.read(text)[:MAX_TERM_GROUPS]
+    def _build(self, searcher, text: str, literal: bool = False):
+        """The whole query (any concept, more concepts scoring higher) and each concept's own query;
+        ``literal``: a log's words as they are, no synonyms, repeats kept (the matcher's fallback)."""
+        reader = self._literal_reader if literal else self._reader
+        concepts = reader.read(text, unique=not literal)[:MAX_TERM_GROUPS]
         if not concepts:
             return None, []
         reader = searcher.reader()

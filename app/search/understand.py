@@ -51,16 +51,19 @@ class QueryReader:
         self._longest = max((len(key) for key in self._phrases), default=1)
         self._alternatives = {name: self._group_alternatives(words) for name, words in synonyms.groups.items()}
 
-    def read(self, text: str) -> list[Concept]:
-        """The concepts of a query, each once, in the order the user wrote them."""
+    def read(self, text: str, unique: bool = True) -> list[Concept]:
+        """The concepts of a query in the order the user wrote them, each once unless ``unique`` is off
+        (a log line's repeated words are what the matcher's fallback ranks by)."""
         concepts: list[Concept] = []
         for match in SPLIT_RE.finditer(text):
             stretch = match.group(0)
             concepts += self._read_chinese(stretch) if CJK_RE.match(stretch) else self._read_other(stretch)
-        unique: dict[tuple, Concept] = {}
+        if not unique:
+            return concepts
+        unique_concepts: dict[tuple, Concept] = {}
         for concept in concepts:
-            unique.setdefault(concept.alternatives, concept)
-        return list(unique.values())
+            unique_concepts.setdefault(concept.alternatives, concept)
+        return list(unique_concepts.values())
 
     def _read_chinese(self, run: str) -> list[Concept]:
         concepts, rest, position = [], "", 0
