@@ -22,8 +22,9 @@ def test_dev_set_top3_and_negatives(tmp_path):
     figures = report.as_dict()
     assert figures["positives"] >= 110 and figures["negatives"] >= 35
     assert figures["negatives_clean"] == figures["negatives"], figures["failures"]
-    assert figures["top3"] >= 0.95, figures["failures"]
-    assert figures["top1"] >= 0.85, figures["failures"]
+    # today's figures (0.922 / 0.983): a drop of one paste fails, as the synonym reader's did
+    assert figures["top3"] >= 0.98, figures["failures"]
+    assert figures["top1"] >= 0.92, figures["failures"]
 
 
 COVERAGE = Path(__file__).parent / "fixtures" / "coverage"
@@ -43,4 +44,4 @@ def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
             assert head[0].startswith("# expect: ") and any(line.startswith("# source: https://") for line in head), path
     dev = evaluate(manual, COVERAGE / "dev").as_dict()
     assert dev["negatives_clean"] == dev["negatives"], dev["failures"]
-    assert dev["top1"] >= 0.55 and dev["top3"] >= 0.65, dev
+    assert dev["top1"] >= 0.73 and dev["top3"] >= 0.80, dev  # 0.739 / 0.810 on 142 reports
