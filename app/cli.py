@@ -107,17 +107,22 @@ def match(
     source: Annotated[str, typer.Argument(help="A log file, or - for standard input.")] = "-",
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON of POST /api/v1/match.")] = False,
     limit: Annotated[int, typer.Option(min=1, max=20, help="How many matches to show.")] = 5,
+    server: Annotated[Optional[str], typer.Option(
+        help="Ask the manual running at this URL instead of this checkout (default KB_SERVER).")] = None,
 ) -> None:
-    """Diagnose a traceback or log. Exit 0: confident match; 1: none; 2: bad usage or input; 3: internal error."""
+    """Diagnose a traceback or log. Exit 0: confident match; 1: none; 2: bad usage or input; 3: internal error
+    (or, with --server, a server that cannot be reached or fails)."""
     import json
 
     from app.diagnose import LocalManual
     from app.entries import ContentError
+    from app.remote import RemoteError, RemoteManual
 
     settings = _settings()
     data = _read_source(source, settings.max_paste_bytes)
+    server = server if server is not None else settings.server
     try:
-        manual = LocalManual(settings)
+        manual = RemoteManual(server) if server else LocalManual(settings)
     except ContentError as exc:
         err.print(f"kb match: the content has problems; run `kb check`\n{exc}", markup=False)
         raise typer.Exit(2)
@@ -127,6 +132,9 @@ def match(
         err.print(f"kb match: {manual.notice}", markup=False)
     try:
         result = manual.match(data, limit)
+    except RemoteError as exc:
+        err.print(f"kb match: {exc}", markup=False)
+        raise typer.Exit(exc.exit_code)
     except Exception as exc:  # exit 1 means "no confident match": a crash must not look like one
         err.print(f"kb match: internal error: {type(exc).__name__}: {exc}", markup=False)
         raise typer.Exit(3)

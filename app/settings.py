@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     queue_timeout: float = Field(
         10.0, gt=0, le=600, description="Seconds a request may wait for a free slot before it gets 503 with `Retry-After`.",
     )
+    server: str = Field(
+        "", description="URL of a running manual that `kb match` asks instead of this checkout (same as `--server`).",
+    )
     keep_alive_timeout: int = Field(
         75, ge=1, le=3600, description="Seconds an idle HTTP connection stays open. Longer than the idle expiry of "
         "clients and proxies (httpx and requests 5 s, nginx upstream 60 s), so the server never closes a connection "

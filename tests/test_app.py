@@ -86,3 +86,13 @@ def test_cached_entry_page_shows_new_votes_and_each_voters_own_token(client):
     assert voted.status_code == 303
     after = client.get("/errors/ROLL-901").text
     assert "data-up>1<" in after and "data-up>1<" not in page
+
+
+def test_head_answers_like_get_without_a_body(client):
+    for path in ("/", "/errors", "/errors/ROLL-901", "/api/v1/errors/ROLL-901", "/search?q=oom", "/healthz"):
+        get, head = client.get(path), client.head(path)
+        assert head.status_code == get.status_code == 200, path
+        assert head.content == b"" and head.headers["content-type"] == get.headers["content-type"], path
+        assert head.headers["content-length"] == str(len(get.content)), path
+    assert client.head("/errors/NOPE-404").status_code == 404
+    assert client.head("/api/v1/match").status_code == 405  # POST only

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import httpx
+
 import pytest
 
 from app.cli import cli
@@ -109,3 +111,31 @@ def test_when_no_index_can_be_built_the_user_is_told(runner, settings, tmp_path)
     result = runner.invoke(cli, ["match", "-"], input=NCCL_WORDS, env=env)
     assert result.exit_code == 1
     assert "full-text suggestions are unavailable" in result.output
+
+
+def test_server_mode_gives_the_servers_answer(runner, settings, live_server):
+    env = {"KB_DATA_DIR": str(settings.data_dir / "elsewhere"), "KB_CONTENT_DIR": str(settings.content_dir),
+           "KB_SECRET_KEY": settings.secret_key}
+    text = f"(WorkerDict pid=1, ip=10.0.0.1) {KV}"
+    remote = runner.invoke(cli, ["match", "-", "--json", "--server", live_server.url], input=text, env=env)
+    assert remote.exit_code == 0, remote.output
+    direct = httpx.post(f"{live_server.url}/api/v1/match", json={"text": text}).json()
+    answer = json.loads(remote.output)
+    for one in (answer, direct):
+        one.pop("took_ms")
+    assert answer == direct
+    assert not (settings.data_dir / "elsewhere").exists(), "server mode must not build a local index"
+    by_setting = runner.invoke(cli, ["match", "-"], input=text, env={**env, "KB_SERVER": live_server.url})
+    assert by_setting.exit_code == 0 and "ROLL-901" in by_setting.output
+
+
+def test_server_mode_says_when_the_server_cannot_answer(runner, settings, live_server):
+    from tests.servers import free_port
+
+    env = {"KB_SECRET_KEY": settings.secret_key}
+    down = runner.invoke(cli, ["match", "-", "--server", f"http://127.0.0.1:{free_port()}"], input=KV, env=env)
+    assert down.exit_code == 3 and "cannot reach" in down.output
+    big = ("step 1 loss 0.25\n" * 200_000) + KV  # 3.4 MB: this CLI allows it, the server (2 MiB) does not
+    refused = runner.invoke(cli, ["match", "-", "--server", live_server.url], input=big,
+                            env={**env, "KB_MAX_PASTE_BYTES": str(4 * 1024 * 1024)})
+    assert refused.exit_code == 2 and "answered 413" in refused.output

@@ -20,7 +20,9 @@ from app.store.db import make_engine
 from app.web import api, embed, pages
 from app.web.admission import AdmissionLimit
 from app.web.mcp_tools import build_mcp, mount_mcp
-from app.web.middleware import JSON_PATHS, BodyLimitMiddleware, SecurityHeadersMiddleware, error_body
+from app.web.middleware import (
+    JSON_PATHS, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware, error_body,
+)
 from app.web.state import ServerState
 from app.web.templating import templates
 
@@ -73,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AdmissionLimit, settings=settings)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
+    app.add_middleware(HeadAsGetMiddleware)
     return app
 
 

@@ -1,4 +1,4 @@
-"""ASGI middleware: body size limit before reading, security headers on every response."""
+"""ASGI middleware: body size limit before reading, security headers on every response, HEAD as GET."""
 
 from __future__ import annotations
 
@@ -97,3 +97,27 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class HeadAsGetMiddleware:
+    """Answer HEAD like GET without the body (link checkers and chat unfurlers ask HEAD first).
+
+    The routes declare GET only; the answer's headers, Content-Length included, are the GET answer's.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_headers_only(message):
+            if message["type"] == "http.response.body":
+                if not message.get("more_body", False):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_headers_only)
