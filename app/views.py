@@ -7,6 +7,7 @@ from collections.abc import Callable
 from sqlmodel import Session
 
 from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry, facets
+from app.insights.fingerprint import fingerprint_id
 from app.matcher import Diagnosis
 from app.render import to_html
 from app.search.query import SearchResult
@@ -155,7 +156,7 @@ def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, u
     ]
     return {
         "matches": matches, "blocks": blocks, "environment": diagnosis.environment.as_dict(),
-        "took_ms": round(diagnosis.took_ms, 3),
+        "fingerprint": fingerprint_id(diagnosis), "took_ms": round(diagnosis.took_ms, 3),
     }
 
 
