@@ -98,7 +98,8 @@ def search_page(request: Request, state: StateDep, snapshot: SnapshotDep,
         state.recorder.searched(q, result.total, on_page=True)
     data = search_data(result, lang, entry_url(request), query=q, category=category, page=page, limit=10) if result else None
     template = "_results.html" if fragment else "search.html"
-    return render(request, template, {"q": q, "category": category, "data": data,
+    # a submitted search's result links say which search they came from: opening one counts for it
+    return render(request, template, {"q": q, "category": category, "data": data, "track_opens": not fragment,
                                       "categories": categories_data(snapshot.catalog, lang)})
 
 
