@@ -72,8 +72,9 @@ def negatives_table(settings: Settings, manual: LocalManual, pastes) -> list[str
             continue
         row = stored[observation.fingerprint.id]
         kind = f"miss ({row.missed} of {row.seen})" if observation.missed else f"seen ({row.seen}), answered"
-        template = row.template[:90].replace("|", "\\|") or "(empty: the traceback was cut before its message)"
-        lines.append(f"| `{name[:48]}` | {kind} | `{row.exception}` | `{template}` | {row.frame or '—'} | "
+        template = row.template[:90].replace("|", "\\|")
+        template = f"`` {template} ``" if template else "(empty: the traceback was cut before its message)"
+        lines.append(f"| `{name[:48]}` | {kind} | `{row.exception}` | {template} | {row.frame or '—'} | "
                      f"{', '.join(versions.get(row.id, [])) or '—'} |")
     return lines
 

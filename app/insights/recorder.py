@@ -24,6 +24,7 @@ from app.store.tables import utcnow
 log = logging.getLogger("kb.insights")
 QUEUE_SIZE = 10_000
 BATCH = 500  # observations written in one transaction at most
+GATHER_S = 0.5  # how long the writer waits for more observations before it writes
 PURGE_EVERY_S = 3600.0
 
 
@@ -99,9 +100,11 @@ class Recorder:
     def _run(self) -> None:
         while True:
             items = [self._queue.get()]
-            while len(items) < BATCH:
+            # gather what comes within a moment: one transaction for a burst, not one per request
+            deadline = time.monotonic() + GATHER_S
+            while len(items) < BATCH and items[-1] is not None and items[-1][0] != "flush":
                 try:
-                    items.append(self._queue.get_nowait())
+                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             stop = None in items
