@@ -30,8 +30,8 @@ _VARIABLE = [
     (r"(?<![\w.])(?:~|\.{1,2})?(?:[\w.@+-]*/)+[\w.@+-]*[\w@+-]", r"[^\s'\"]+"),  # a path
     (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", r"[\d.:]+"),  # IPv4 (and port)
     (r"(?i:\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|cn|local|internal|lan|edu|cluster|svc|corp|cloud)\b)", r"[\w.-]+"),
-    (r"(?<=\bhost=)[^\s,;)\]]+|(?<=\bnode=)[^\s,;)\]]+|(?<=\buser=)[^\s,;)\]]+|(?<=\bhostname=)[^\s,;)\]]+"
-     r"|(?<=\busername=)[^\s,;)\]]+", r"[^\s,;)\]]+"),  # host=gpu-node-17, user=alice
+    ("|".join(rf"(?<=\b{key}=)[^\s,;)\]]+" for key in ("host", "node", "user", "hostname", "username")),
+     r"[^\s,;)\]]+"),  # host=gpu-node-17, user=alice
     (r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", r"[0-9a-fA-Fx]+"),
     (r"\d+(?:\.\d+)*", r"[\d.]+"),  # numbers, versions, sizes (a bare integer becomes \d+)
 ]

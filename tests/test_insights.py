@@ -242,7 +242,7 @@ def test_a_session_of_real_pastes_shows_on_insights_and_in_kb_insights(tmp_path,
         monkeypatch.setenv(name, str(value))
     result = runner.invoke(cli, ["insights", "--json", "--top", "50"])
     assert result.exit_code == 0, result.output
-    assert '"fingerprint": "%s"' % first["fingerprint"] in result.output
+    assert f'"fingerprint": "{first["fingerprint"]}"' in result.output
     terminal = runner.invoke(cli, ["insights"])
     assert terminal.exit_code == 0 and first["command"] in terminal.output and "DIST-901" in terminal.output
 

@@ -55,7 +55,7 @@ def fill(path: Path, example: str) -> None:
         text = re.sub(rf"title: '{TODO}[^\n]*", "title: 'A failure drafted from a real report'", text, count=1)
         text = re.sub(rf"body: \|\n      {TODO}[^\n]*", "body: |\n      Upgrade the package the error names, then "
                       "start the run again from the last checkpoint.", text)
-        text = re.sub(rf"# reviewed:[^\n]*\n", REVIEWED, text)
+        text = re.sub(r"# reviewed:[^\n]*\n", REVIEWED, text)
         text = re.sub(rf"'{TODO}[^\n]*'", "'Written by the entry author in one sentence.'", text)
         text = re.sub(rf"{TODO}[^\n]*", FILLER * 2, text)
     assert TODO not in text

@@ -7,6 +7,7 @@ Create Date: 2026-12-01
 
 import sqlalchemy as sa
 import sqlmodel
+
 from alembic import op
 
 revision = "0003"

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Form, HTTPException, Request, Response
 from app.web import schemas
 from app.web.deps import SnapshotDep, StateDep, get_entry_or_404
 from app.web.identity import client_address, csrf_valid, set_voter_cookie, voter_of
-from app.web.voting import VoteRefused, give_match_feedback
 from app.web.pages import render
+from app.web.voting import VoteRefused, give_match_feedback
 
 router = APIRouter()
 ERRORS = {status: {"model": schemas.ErrorResponse} for status in (404, 413, 415, 422, 429, 503)}
