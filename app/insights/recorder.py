@@ -81,6 +81,11 @@ class Recorder:
             self._thread.join(timeout)
             self._thread = None
 
+    def start(self) -> None:
+        """Start the writer before the first request needs it (it also starts on first use)."""
+        if self.enabled:
+            self._ensure_writer()
+
     def _put(self, item: tuple, block: bool = False) -> None:
         self._ensure_writer()
         try:

@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(settings)
         state = ServerState(settings, engine)
         await asyncio.to_thread(state.load)
+        state.recorder.start()
         app.state.kb = state
         watcher = asyncio.create_task(_watch_index(state))
         try:
