@@ -164,11 +164,12 @@ def draft_from_fingerprint(catalog: Catalog, content_dir: Path, exception: str, 
                            category: str | None = None) -> Draft:
     """Draft an entry for a recorded fingerprint: its template is the signature, a sample of it the example."""
     line = sample_of(template if exception == "log" else f"{exception}: {template}")
-    return _draft(catalog, content_dir, line, exception, [generalise_template(template)], category)
+    note = f"{TODO} a sample of a recorded template (the paste was never stored): replace it with a real paste"
+    return _draft(catalog, content_dir, line, exception, [generalise_template(template)], category, note)
 
 
 def _draft(catalog: Catalog, content_dir: Path, line: str, exception: str, candidates: list[str],
-           category: str | None) -> Draft:
+           category: str | None, example_note: str = "") -> Draft:
     known = Matcher(catalog).signatures.hits(normalise(line).searchable)
     if known:
         codes = sorted({signature.code for signature, _spans in known})
@@ -182,8 +183,8 @@ def _draft(catalog: Catalog, content_dir: Path, line: str, exception: str, candi
         candidates = candidates + [short_type + r":\s*" + candidate for candidate in candidates]
     signature = _signature(catalog, line, candidates)
     code = next_code(content_dir, category)
-    return Draft(code, exception, signature, line, _markdown(code, category, exception, signature, line),
-                 _markdown_zh())
+    markdown = _markdown(code, category, exception, signature, line, example_note)
+    return Draft(code, exception, signature, line, markdown, _markdown_zh())
 
 
 def _signature(catalog: Catalog, line: str, candidates: list[str]) -> str:
@@ -217,7 +218,8 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _markdown(code: str, category: str, exception: str, signature: str, line: str) -> str:
+def _markdown(code: str, category: str, exception: str, signature: str, line: str, example_note: str) -> str:
+    note = f"  # {example_note}\n" if example_note else ""
     return f"""---
 code: {code}
 title: '{TODO} what fails, in a few words'
@@ -230,7 +232,7 @@ signatures:
   # generalised by `kb new` from the first example (numbers, paths, addresses and names made variable)
   - {_quote(signature)}
 examples:
-  - {_quote(line)}
+{note}  - {_quote(line)}
   - '{TODO} a second real paste of this failure, as a user posted it (a traceback, a prefixed log line)'
 fixes:
   - id: {FIX_ID}

@@ -135,5 +135,6 @@ def test_an_entry_starts_from_a_recorded_fingerprint(real_content, tmp_path, mon
     pattern = compile_signature(signature)
     assert pattern.search("RuntimeError: Reward worker 5 lost shard '/data/bob/part-1.parquet' after 3 s")
     assert "alice" not in markdown
+    assert re.search(rf"examples:\n  # {TODO} a sample of a recorded template", markdown)  # kb check refuses it as is
     unknown = runner.invoke(cli, ["new", "--from-fingerprint", "0123456789abcdef"])
     assert unknown.exit_code == 2 and "no recorded fingerprint" in unknown.output
