@@ -11,6 +11,7 @@ from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
 from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
+from app.scaffold import TODO as UNFINISHED
 from app.search import synonyms
 from app.verl_release import VerlRelease
 
@@ -40,6 +41,7 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_body(entry)
         problems += _check_fixes(entry)
         problems += _check_signatures(entry)
+        problems += _check_finished(entry)
         if release is not None:
             problems += _check_verl_names(entry, release)
             problems += _check_overrides(entry, release, overrides)
@@ -93,6 +95,16 @@ def _check_body(entry: Entry) -> list[Problem]:
         for section in REQUIRED_SECTIONS_ZH:
             if section not in headings_zh:
                 problems.append(Problem(str(entry.zh_path), 1, f"body: missing section '## {section}'"))
+    return problems
+
+
+def _check_finished(entry: Entry) -> list[Problem]:
+    """A draft from `kb new` marks what a person must still write with TODO: none may be served."""
+    problems = []
+    for path, text in ((entry.path, entry.raw), (entry.zh_path, entry.raw_zh)):
+        for number, line in enumerate(text.split("\n"), start=1):
+            if UNFINISHED in line:
+                problems.append(Problem(str(path), number, f"{UNFINISHED} left from `kb new`: write it first"))
     return problems
 
 

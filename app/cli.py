@@ -296,6 +296,65 @@ def votes_export(
         engine.dispose()
 
 
+@cli.command()
+def insights(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON of GET /api/v1/insights.")] = False,
+    top: Annotated[int, typer.Option(min=1, max=1000, help="How many rows per list.")] = 20,
+) -> None:
+    """What the manual could not answer: missed errors, searches, wrong matches, failing fixes."""
+    import json
+
+    from app.entries import load_catalog_strict
+    from app.insights.maintenance import report
+
+    settings = _settings()
+    data = report(settings, load_catalog_strict(settings.content_dir), top=top)
+    if as_json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    from app.cli_report import print_insights
+
+    print_insights(out, data, recording=settings.record_misses)
+
+
+@cli.command()
+def new(
+    from_line: Annotated[Optional[str], typer.Option("--from", help="The error line (`-`: read it from standard input).")] = None,
+    from_fingerprint: Annotated[Optional[str], typer.Option(help="A missed fingerprint's id from `kb insights`.")] = None,
+    category: Annotated[Optional[str], typer.Option(help="ENV CFG DATA ROLL TRAIN DIST CKPT MEG VLM AGENT LORA NPU "
+                                                         "(default: guessed from the line).")] = None,
+) -> None:
+    """Start an entry: `<CODE>.md` and `<CODE>.zh.md` with the exception, a signature generalised from the line
+    and proved against every other entry's examples, the line as first example; TODO marks the rest."""
+    from app.entries import load_catalog
+    from app.insights.maintenance import stored_fingerprint
+    from app.scaffold import ScaffoldRefused, draft_entry, draft_from_fingerprint, write_draft
+
+    if (from_line is None) == (from_fingerprint is None):
+        err.print("kb new: give --from \"<error line>\" or --from-fingerprint ID", markup=False)
+        raise typer.Exit(2)
+    settings = _settings()
+    catalog, _problems = load_catalog(settings.content_dir)  # a half-written entry must not block the next one
+    chosen = category.upper() if category else None
+    try:
+        if from_line is not None:
+            line = sys.stdin.read() if from_line == "-" else from_line
+            draft = draft_entry(catalog, settings.content_dir, line, chosen)
+        else:
+            found = stored_fingerprint(settings, from_fingerprint)
+            if found is None:
+                err.print(f"kb new: no recorded fingerprint {from_fingerprint!r} (see `kb insights`)", markup=False)
+                raise typer.Exit(2)
+            draft = draft_from_fingerprint(catalog, settings.content_dir, found.exception, found.template, chosen)
+        paths = write_draft(draft, settings.content_dir)
+    except ScaffoldRefused as refused:
+        err.print(f"kb new: {refused}", markup=False)
+        raise typer.Exit(1)
+    for path in paths:
+        out.print(f"created {path}", markup=False)
+    out.print(f"signature: {draft.signature}\nwrite every TODO, then `kb check`", markup=False)
+
+
 def _progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

@@ -84,3 +84,28 @@ def _environment(console: Console, result: dict) -> None:
     if parts:
         console.print("environment in the log: " + ", ".join(parts), style="dim", markup=False)
 
+
+
+def print_insights(console: Console, data: dict, *, recording: bool) -> None:
+    """The maintainers' view in a terminal: each list sorted by how many people it hit."""
+    if not recording:
+        console.print("Recording is off (KB_RECORD_MISSES=false): nothing new is recorded.", style="yellow")
+    console.print(f"Missed errors ({len(data['misses'])})", style="bold")
+    for miss in data["misses"]:
+        versions = f"  verl {', '.join(miss['verl_versions'])}" if miss["verl_versions"] else ""
+        console.print(f"  {miss['count']:>4}x  {miss['exception']}: {miss['template'][:160]}{versions}", markup=False)
+        if miss["frame"]:
+            console.print(f"         at {miss['frame']}", style="dim", markup=False)
+        console.print(f"         {miss['command']}", style="cyan", markup=False)
+    console.print(f"Searches that found nothing or were not opened ({len(data['searches'])})", style="bold")
+    for search in data["searches"]:
+        what = "found nothing" if search["kind"] == "empty" else f"{search['hits']} results, none opened"
+        console.print(f"  {search['count']:>4}x  {search['query']!r}: {what}", markup=False)
+    console.print(f"Matches said not to be the user's error ({len(data['wrong_answers'])})", style="bold")
+    for wrong in data["wrong_answers"]:
+        error = f"{wrong['exception']}: {wrong['template'][:120]}" if wrong["template"] is not None else wrong["fingerprint"]
+        console.print(f"  {wrong['count']:>4}x  {wrong['code']} shown for {error}", markup=False)
+    console.print(f"Fixes voted down more than up ({len(data['failing_fixes'])})", style="bold")
+    for fix in data["failing_fixes"]:
+        console.print(f"  {fix['code']} {fix['fix_id']}: {fix['votes_down']} did not work, {fix['votes_up']} worked",
+                      markup=False)

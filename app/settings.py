@@ -82,6 +82,16 @@ class Settings(BaseSettings):
         "a client is reusing at that moment (which reaches the client as a reset, not an answer).",
     )
     verl_version: str = Field("0.9.1", description="The verl release whose config keys and modules `kb check` verifies against.")
+    record_misses: bool = Field(
+        True, description="Record what the manual could not answer for maintainers (`/insights`): fingerprints of "
+        "unanswered errors, searches, 'this is not my error' reports. Never the paste itself. Off: nothing is recorded.",
+    )
+    insights_retention_days: int = Field(
+        90, ge=1, le=3650, description="Days a recorded fingerprint, search or report is kept after it was last seen.",
+    )
+    insights_token: str = Field(
+        "", description="Bearer token that opens `/insights` and `GET /api/v1/insights`; empty turns both off (404).",
+    )
 
     @field_validator("cors_origins", "allowed_hosts", mode="before")
     @classmethod
@@ -111,6 +121,13 @@ class Settings(BaseSettings):
     def _secret_long_enough(cls, value: str) -> str:
         if value and len(value) < 32:
             raise ValueError("a secret key needs at least 32 characters")
+        return value
+
+    @field_validator("insights_token")
+    @classmethod
+    def _insights_token_long_enough(cls, value: str) -> str:
+        if value and len(value) < 16:
+            raise ValueError("an insights token needs at least 16 characters")
         return value
 
     @field_validator("public_url")

@@ -8,6 +8,7 @@ from sqlmodel import Session
 
 from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry, facets
 from app.findings import Findings
+from app.insights.fingerprint import fingerprint_id
 from app.matcher import Diagnosis
 from app.render import to_html
 from app.search.query import SearchResult
@@ -158,7 +159,7 @@ def match_data(diagnosis: Diagnosis, catalog: Catalog, stats: dict, lang: str, u
     return {
         "matches": matches, "blocks": blocks, "environment": diagnosis.environment.as_dict(),
         "findings": findings.find(diagnosis, catalog), "release_facts": findings.missing,
-        "took_ms": round(diagnosis.took_ms, 3),
+        "fingerprint": fingerprint_id(diagnosis), "took_ms": round(diagnosis.took_ms, 3),
     }
 
 

@@ -127,3 +127,13 @@ def test_pages_render_in_light_and_dark(browser, live_server, path, name):
         assert response.status == (404 if name == "not-found" else 200)
         shot(page, f"{name}-{scheme}-phone")
         context.close()
+
+
+def test_this_is_not_my_error_is_one_click_on_the_paste_page(page):
+    page.goto("/paste")
+    page.fill("#paste-text", KV)
+    page.click("form.paste-box button[type=submit]")
+    page.locator("article.match.root").wait_for()
+    page.click("article#match-ROLL-901 form.not-mine button")
+    expect(page.locator("p[role=status]")).to_contain_text("ROLL-901 was not your error")
+    shot(page, "not-my-error-recorded")

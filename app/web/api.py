@@ -89,11 +89,14 @@ def get_error(request: Request, code: str, state: StateDep, snapshot: SnapshotDe
 
 
 @router.get("/api/v1/search", response_model=schemas.SearchOut, responses={**ERRORS, **COMPACT}, tags=["search"])
-def search(request: Request, response: Response, snapshot: SnapshotDep, q: Annotated[str, Query(max_length=2000)] = "",
-           category: Category | None = None, lang: Lang = "en", limit: Annotated[int, Query(ge=1, le=100)] = 10,
-           page: Annotated[int, Query(ge=1, le=1000)] = 1, compact: Compact = False):
+def search(request: Request, response: Response, state: StateDep, snapshot: SnapshotDep,
+           q: Annotated[str, Query(max_length=2000)] = "", category: Category | None = None, lang: Lang = "en",
+           limit: Annotated[int, Query(ge=1, le=100)] = 10, page: Annotated[int, Query(ge=1, le=1000)] = 1,
+           compact: Compact = False):
     """Full-text search in English and Chinese; identifiers are found whole and by parts."""
     result = snapshot.search.search(q, category=category, lang=lang, limit=limit, page=page)
+    if page == 1:
+        state.recorder.searched(q, result.total, on_page=False)
     data = search_data(result, lang, entry_url(request), query=q, category=category, page=page, limit=limit)
     response.headers[INDEX_HEADER] = snapshot.content_hash
     return JSONResponse(compact_search(data), headers={INDEX_HEADER: snapshot.content_hash}) if compact else data

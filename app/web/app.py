@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
-from app.web import api, embed, pages
+from app.web import api, embed, feedback, insights, pages
 from app.web.admission import AdmissionLimit
 from app.web.mcp_tools import build_mcp, mount_mcp
 from app.web.middleware import (
@@ -29,8 +29,9 @@ from app.web.templating import templates
 log = logging.getLogger("kb")
 RELOAD_POLL_SECONDS = 2.0
 BODY_PARSE_ERROR = "There was an error parsing the body"
-STATUS_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large",
-                415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited", 503: "not_ready"}
+STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+                413: "payload_too_large", 415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited",
+                503: "not_ready"}
 POOL_RETRY_AFTER = "2"
 
 
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(settings)
         state = ServerState(settings, engine)
         await asyncio.to_thread(state.load)
+        state.recorder.start()
         app.state.kb = state
         watcher = asyncio.create_task(_watch_index(state))
         try:
@@ -52,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+            await asyncio.to_thread(state.recorder.close)
             engine.dispose()
 
     app = FastAPI(
@@ -63,6 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(embed.router)
+    app.include_router(feedback.router)
+    app.include_router(insights.router)
     _plain_logging()
     mcp_server = build_mcp(app, settings)
     mount_mcp(app, mcp_server, settings)

@@ -13,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from app.settings import Settings
 from app.views import entry_data, search_data
-from app.web.voting import VoteRefused, cast_vote
+from app.web.schemas import FINGERPRINT_PATTERN
+from app.web.voting import VoteRefused, cast_vote, give_match_feedback
 
 MCP_VOTER_PREFIX = "mcp:"
 
@@ -43,6 +44,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
     ) -> dict:
         kb = state()
         result = kb.snapshot.search.search(query, category=category, limit=limit)
+        kb.recorder.searched(query, result.total, on_page=False)
         return search_data(result, "en", url_for, query=query, category=category, page=1, limit=limit)
 
     @server.tool(description="Diagnose a verl traceback or training log: root cause first, cascades marked, fixes ranked by votes.")
@@ -81,6 +83,27 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
             except VoteRefused as refused:
                 raise ValueError(refused.message) from None
         return {"code": entry.code, "fix": fix, "recorded": True}
+
+    @server.tool(description="Say that a match of diagnose_log was not the user's error (right=false), or that it "
+                             "was (right=true): maintainers see which entries answer the wrong errors.")
+    def report_wrong_match(
+        code: Annotated[str, Field(description="The code of the match", max_length=16)],
+        fingerprint: Annotated[str, Field(description="`fingerprint` of the diagnose_log answer",
+                                          pattern=FINGERPRINT_PATTERN)],
+        right: bool = False,
+        reporter: Annotated[str, Field(description="A stable id of the user or agent reporting", min_length=1,
+                                       max_length=56)] = "anonymous",
+    ) -> dict:
+        kb = state()
+        entry = kb.snapshot.catalog.get(code)
+        if entry is None:
+            raise ValueError(f"no entry with code {code!r}")
+        with kb.session() as session:
+            try:
+                return give_match_feedback(kb, session, entry, fingerprint, voter=MCP_VOTER_PREFIX + reporter,
+                                           client="mcp", right=right)
+            except VoteRefused as refused:
+                raise ValueError(refused.message) from None
 
     return server
 

@@ -89,14 +89,17 @@ def home(request: Request, state: StateDep, snapshot: SnapshotDep) -> Response:
 
 
 @router.get("/search", name="search_page")
-def search_page(request: Request, snapshot: SnapshotDep, q: Annotated[str, Query(max_length=2000)] = "",
-                category: Category | None = None, page: Annotated[int, Query(ge=1, le=1000)] = 1,
-                fragment: bool = False) -> Response:
+def search_page(request: Request, state: StateDep, snapshot: SnapshotDep,
+                q: Annotated[str, Query(max_length=2000)] = "", category: Category | None = None,
+                page: Annotated[int, Query(ge=1, le=1000)] = 1, fragment: bool = False) -> Response:
     lang = page_lang(request)
     result = snapshot.search.search(q, category=category, lang=lang, limit=10, page=page) if q.strip() else None
+    if result is not None and page == 1 and not fragment:  # as-you-type fragments are half-typed words
+        state.recorder.searched(q, result.total, on_page=True)
     data = search_data(result, lang, entry_url(request), query=q, category=category, page=page, limit=10) if result else None
     template = "_results.html" if fragment else "search.html"
-    return render(request, template, {"q": q, "category": category, "data": data,
+    # a submitted search's result links say which search they came from: opening one counts for it
+    return render(request, template, {"q": q, "category": category, "data": data, "track_opens": not fragment,
                                       "categories": categories_data(snapshot.catalog, lang)})
 
 
@@ -125,6 +128,8 @@ def entry_page(request: Request, code: str, state: StateDep, snapshot: SnapshotD
         return RedirectResponse(url_for(request, "entry_page", code=entry.code), status_code=301)
     votes = state.entry_votes(entry.code)
     voted = request.query_params.get("voted")
+    if request.query_params.get("sq"):  # opened from the search page's results (see _results.html)
+        state.recorder.opened(request.query_params["sq"])
 
     def context() -> dict:
         data = entry_data(entry, snapshot.catalog, votes, page_lang(request), entry_url(request))
@@ -149,7 +154,8 @@ async def paste_submit(request: Request, state: StateDep, snapshot: SnapshotDep,
     lines = diagnosis.paste.lines
     for match, raw in zip(result["matches"], diagnosis.matches):
         match["context"] = _context(lines, raw.line_index)
-    return render(request, "paste.html", {"text": text, "result": result, "crash": uncovered_crash(result)})
+    return render(request, "paste.html", {"text": text, "result": result, "crash": uncovered_crash(result),
+                                          "feedback": state.settings.record_misses})
 
 
 def _context(lines: list[str], index: int | None, around: int = 3) -> list[dict]:

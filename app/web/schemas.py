@@ -226,7 +226,76 @@ class MatchResponse(BaseModel):
     findings: list[Finding] = Field(description="What the paste shows beyond the matches: version drift, the verl "
                                                 "statement that raised, what a truncated paste lacks.")
     release_facts: str | None = Field(description="Why version and raise-site findings are unavailable, or null.")
+    fingerprint: str | None = Field(description="Id of the error this answer is about (its type, message without "
+                                    "variable parts and deepest verl frame); send it with `POST /api/v1/matches/"
+                                    "feedback` to say a match is not your error. Null when the paste holds no error.")
     took_ms: float
+
+
+FINGERPRINT_PATTERN = r"^[0-9a-f]{16}$"
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"code": "ROLL-001", "fingerprint": "3f2a9c0d1e4b5a67", "right": False}]})
+
+    code: str = Field(max_length=16, description="The code of the match shown.")
+    fingerprint: str = Field(pattern=FINGERPRINT_PATTERN, description="`fingerprint` of the match answer.")
+    right: bool = Field(description="false: this is not my error; true: it was.")
+
+
+class FeedbackOut(BaseModel):
+    code: str
+    fingerprint: str
+    right: bool
+    recorded: bool
+
+
+class MissOut(BaseModel):
+    fingerprint: str
+    exception: str
+    template: str = Field(description="The message with numbers, paths, ids, addresses, names and quoted values "
+                                      "made placeholders.")
+    frame: str | None = Field(description="The deepest verl frame, `verl/path.py:function`.")
+    count: int = Field(description="Pastes of this error the manual had no answer for.")
+    seen: int = Field(description="Pastes of this error in all.")
+    first_seen: str
+    last_seen: str
+    verl_versions: list[str]
+    command: str = Field(description="The command that starts an entry for it.")
+
+
+class SearchMissOut(BaseModel):
+    query: str
+    kind: Literal["empty", "unopened"] = Field(description="Found nothing, or found results nobody opened.")
+    count: int
+    hits: int
+    opened: int
+
+
+class WrongAnswerOut(BaseModel):
+    code: str
+    title: str | None
+    fingerprint: str
+    count: int = Field(description="Voters who said the entry was not their error.")
+    right: int = Field(description="Voters who said it was.")
+    exception: str | None
+    template: str | None
+
+
+class FailingFixOut(BaseModel):
+    code: str
+    fix_id: str
+    title: str
+    votes_up: int
+    votes_down: int
+
+
+class InsightsOut(BaseModel):
+    misses: list[MissOut]
+    searches: list[SearchMissOut]
+    wrong_answers: list[WrongAnswerOut]
+    failing_fixes: list[FailingFixOut]
 
 
 class VoteIn(BaseModel):

@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from app.entries import Catalog, ContentError, load_catalog_strict
 from app.findings import Findings
+from app.insights.recorder import Recorder
 from app.lru import LRU
 from app.matcher import Diagnosis, Matcher
 from app.ratelimit import RateLimiter
@@ -51,6 +52,7 @@ class ServerState:
         self.vote_limiter = RateLimiter(*settings.vote_rate())
         self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
         self.findings.warm()  # the pinned release's layout and message templates: the first paste waits for none
+        self.recorder = Recorder(engine, enabled=settings.record_misses, retention_days=settings.insights_retention_days)
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -84,11 +86,14 @@ class ServerState:
 
     def diagnose(self, snapshot: Snapshot, text: str, limit: int, lang: str,
                  url_for: UrlFor) -> tuple[Diagnosis, dict]:
-        """Match a paste and add the vote counts of what it names: blocking work, run it in a worker thread."""
+        """Match a paste and add the vote counts of what it names: blocking work, run it in a worker thread.
+        Its fingerprint is queued for the insights after the match (never the paste; see app.insights)."""
         diagnosis = snapshot.matcher.diagnose(text, limit)
         with self.session() as session:
             stats = match_stats(diagnosis, session)
-        return diagnosis, match_data(diagnosis, snapshot.catalog, stats, lang, url_for, self.findings)
+        data = match_data(diagnosis, snapshot.catalog, stats, lang, url_for, self.findings)
+        self.recorder.diagnosed(diagnosis)
+        return diagnosis, data
 
     def reload_if_changed(self) -> bool:
         """Load a newer index if `kb index` swapped one in; return True when a new snapshot is served."""
