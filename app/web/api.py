@@ -24,7 +24,11 @@ router = APIRouter()
 HEALTH_DATABASE_BUDGET_S = 1.0
 INDEX_HEADER = "X-KB-Index"  # which index generation answered: every answer comes from exactly one
 ERRORS = {status: {"model": schemas.ErrorResponse} for status in (404, 413, 422, 429, 503)}
-COMPACT = {200: {"description": "With `compact=1`: the same answer without decorative fields."}}
+# `compact=1` answers a trimmed shape: documented as one of the two, so the contract holds for both
+COMPACT_SEARCH = {200: {"model": schemas.SearchOut | schemas.CompactSearchOut,
+                        "description": "The hits; with `compact=1` only code, title and URL of each."}}
+COMPACT_MATCH = {200: {"model": schemas.MatchResponse | schemas.CompactMatchResponse,
+                       "description": "The diagnosis; with `compact=1` trimmed for an LLM's context."}}
 Compact = Annotated[bool, Query(description="Short answer for LLM context windows: no HTML, scores or blocks.")]
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of titles and bodies; falls back to English.")]
 
@@ -88,7 +92,7 @@ def get_error(request: Request, code: str, state: StateDep, snapshot: SnapshotDe
     return _cached_json(request, body, max_age=30)
 
 
-@router.get("/api/v1/search", response_model=schemas.SearchOut, responses={**ERRORS, **COMPACT}, tags=["search"])
+@router.get("/api/v1/search", response_model=None, responses={**ERRORS, **COMPACT_SEARCH}, tags=["search"])
 def search(request: Request, response: Response, state: StateDep, snapshot: SnapshotDep,
            q: Annotated[str, Query(max_length=2000)] = "", category: Category | None = None, lang: Lang = "en",
            limit: Annotated[int, Query(ge=1, le=100)] = 10, page: Annotated[int, Query(ge=1, le=1000)] = 1,
@@ -102,7 +106,7 @@ def search(request: Request, response: Response, state: StateDep, snapshot: Snap
     return JSONResponse(compact_search(data), headers={INDEX_HEADER: snapshot.content_hash}) if compact else data
 
 
-@router.post("/api/v1/match", response_model=schemas.MatchResponse, responses={**ERRORS, **COMPACT}, tags=["match"])
+@router.post("/api/v1/match", response_model=None, responses={**ERRORS, **COMPACT_MATCH}, tags=["match"])
 async def match(request: Request, body: schemas.MatchIn, state: StateDep, snapshot: SnapshotDep,
                 settings: SettingsDep, lang: Lang = "en", compact: Compact = False):
     """Diagnose a traceback or log: the root cause first, cascades marked. The text is never stored."""

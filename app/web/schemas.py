@@ -129,6 +129,19 @@ class SearchOut(BaseModel):
                                "(the hits are the closest entries). Empty when an entry has them all.")
 
 
+class CompactHit(BaseModel):
+    code: str
+    title: str
+    url: str
+
+
+class CompactSearchOut(BaseModel):
+    """`GET /api/v1/search?compact=1`: the hits without snippets, scores or facets."""
+
+    hits: list[CompactHit]
+    total: int
+
+
 class MatchIn(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{
         "text": "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
@@ -322,3 +335,29 @@ class Health(BaseModel):
     index: str | None
     database: bool
     detail: str | None = None
+
+
+class CompactFix(BaseModel):
+    id: str
+    title: str
+    body: str
+    success_rate: float | None
+
+
+class CompactMatch(BaseModel):
+    code: str
+    title: str
+    confidence: Literal["high", "medium", "low"]
+    root_cause: bool
+    consequence_of: str | None
+    matched_line: str
+    url: str
+    fixes: list[CompactFix] = Field(description="The first two fixes that are no dead end.")
+
+
+class CompactMatchResponse(BaseModel):
+    """`POST /api/v1/match?compact=1`: the answer trimmed for an LLM's context."""
+
+    matches: list[CompactMatch]
+    findings: list[Finding]
+
