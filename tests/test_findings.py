@@ -72,7 +72,7 @@ def test_versions_are_read_from_real_pastes_with_high_precision_and_recall():
         right, wrong, missed = right + len(got & labels), wrong + len(got - labels), missed + len(labels - got)
     assert right + missed >= 200, "the labelled set shrank"
     precision, recall = right / (right + wrong), right / (right + missed)
-    assert precision >= 0.95 and recall >= 0.93, (precision, recall)  # measured 1.0 and 0.944
+    assert precision >= 0.95 and recall >= 0.95, (precision, recall)  # measured 1.0 and 0.953
 
 
 def test_two_columns_are_a_listing_only_among_others():

@@ -41,6 +41,10 @@ SECTION_RE = re.compile(r"^-{3,}\s*(\w[\w-]*) Info\s*-{3,}\s*$")
 SECTIONS_WITHOUT_PACKAGE = {"python", "platform", "system", "hardware", "environment", "network"}
 JSON_VERSION_RE = re.compile(rf'"({NAME})[_-]version"\s*:\s*"{VERSION}"')
 OF_RE = re.compile(rf"(?i)\bversion\s+{VERSION}\s+of\s+({NAME})")
+# "the version of torch becomes 2.6.0", "version of vllm is 0.8.2"
+VERSION_OF_RE = re.compile(rf"(?i)\bversion of ({NAME})\s+(?:is|was|becomes|became)\s+v?{VERSION}{END}")
+# an image or folder name with verl's version glued on: `base-verl0.6`, `verl0.4-cu124`
+GLUED_VERL_RE = re.compile(r"(?<![\w.])[\w.-]*?\bverl(\d+\.\d+(?:\.\d+)?)(?![\d.])", re.I)
 # pip's resolver: "the requirement xgrammar==0.1.11 (from vllm) (from versions: 0.1.14, 0.1.15)".
 RESOLVER_RE = re.compile(rf"satisfies the requirement ({NAME})\b.*\(from versions: ([^)]{{1,2000}})\)")
 MORE_RE = re.compile(rf"^[`'\"]?\s*(?:,|and|or|->|→|to|/)\s*(?:v|version\s+|[<>=!~]=?)?\s*[`'\"]?{VERSION}{END}")
@@ -143,6 +147,11 @@ def extract_versions(text: str) -> list[FoundVersion]:
                 add(match.group(1), version.strip(), index)
         for match in JSON_VERSION_RE.finditer(line):
             add(match.group(1), match.group(2), index)
+        for match in VERSION_OF_RE.finditer(line):
+            if canonical(match.group(1)) in KNOWN_NAMES:
+                add(match.group(1), match.group(2), index)
+        for match in GLUED_VERL_RE.finditer(line):
+            add("verl", match.group(1), index)
         for match in OF_RE.finditer(line):
             if canonical(match.group(2)) in KNOWN_NAMES:
                 add(match.group(2), match.group(1), index)
