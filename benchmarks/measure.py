@@ -47,12 +47,23 @@ def matcher_figures() -> dict:
         top = matcher.diagnose(log).matches[0].code
         rows.append({"bytes": len(log), "match_ms": match * 1000, "regex_ms": regex * 1000, "ratio": match / regex,
                      "ms_per_mib": match * 1000 / (len(log) / MIB), "top": top})
+    real = load_catalog_strict(ROOT / "content" / "errors")
+    real_matcher = Matcher(real)
+    examples = [entry.meta.examples[0] for entry in list(real)[:70]]
+    many = []
+    for non_ascii in (False, True):
+        for size in (MIB, 2 * MIB):
+            log = synthetic.many_tracebacks_log(examples, size, non_ascii=non_ascii)
+            match = best_of(lambda: real_matcher.diagnose(log))
+            regex = best_of(lambda: REGEX_PASS.findall(log))
+            many.append({"bytes": size, "non_ascii": non_ascii, "blocks": len(real_matcher.diagnose(log).blocks),
+                         "match_ms": match * 1000, "regex_ms": regex * 1000, "ratio": match / regex})
     single = []
     for size in (256 * KIB, MIB, 4 * MIB):
         line = synthetic.single_line(size)
         single.append({"bytes": size, "match_ms": best_of(lambda: matcher.diagnose(line)) * 1000,
                        "regex_ms": best_of(lambda: REGEX_PASS.findall(line)) * 1000})
-    return {"logs": rows, "single_line": single}
+    return {"logs": rows, "single_line": single, "many_tracebacks": many}
 
 
 def _fts5(catalog, folder: Path) -> sqlite3.Connection:

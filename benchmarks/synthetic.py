@@ -102,3 +102,22 @@ def pip_listing() -> str:
     rows = [("Package", "Version"), ("-" * 24, "-" * 12), ("verl", "0.9.1"), ("torch", "2.11.0"), ("vllm", "0.11.0"),
             ("transformers", "5.9.0"), ("tensordict", "0.10.0"), ("numpy", "2.2.6"), ("ray", "2.49.0")]
     return "".join(f"{name:<24} {version}\n" for name, version in rows)
+
+
+def many_tracebacks_log(examples: list[str], size: int, *, non_ascii: bool, seed: int = 3) -> str:
+    """A log of ``size`` bytes with each example (real error lines and tracebacks) once among metric lines;
+    ``non_ascii`` adds a tqdm bar and a Chinese path to every metric line, as real logs have."""
+    rnd = random.Random(seed)
+    every = max(1, (size // 110) // max(1, len(examples)))
+    bar, path = ("█" * 20, "/数据/模型") if non_ascii else ("#" * 20, "/data/model")
+    parts: list[str] = []
+    total, step, shown = 0, 0, 0
+    while total < size:
+        step += 1
+        if step % every == 0 and shown < len(examples):
+            parts.append(examples[shown].rstrip("\n") + "\n")
+            shown += 1
+        parts.append(f"(WorkerDict pid={1000 + step % 8}, ip=10.0.0.{step % 8}) step {step}: loss {rnd.random():.4f} "
+                     f"|{bar}| {path}/ckpt\n")
+        total += len(parts[-1].encode())
+    return "".join(parts)
