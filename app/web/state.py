@@ -15,6 +15,7 @@ from sqlmodel import Session
 from app.entries import Catalog, ContentError, load_catalog_strict
 from app.lru import LRU
 from app.matcher import Diagnosis, Matcher
+from app.ocr import ImageReader
 from app.ratelimit import RateLimiter
 from app.search import index as search_index
 from app.search.query import SearchService
@@ -47,6 +48,7 @@ class ServerState:
         self.error: str | None = None
         self.secret = settings.resolved_secret()
         self.vote_limiter = RateLimiter(*settings.vote_rate())
+        self.images = ImageReader.from_settings(settings)  # the OCR models load on the first image
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -85,6 +87,14 @@ class ServerState:
         with self.session() as session:
             stats = match_stats(diagnosis, session)
         return diagnosis, match_data(diagnosis, snapshot.catalog, stats, lang, url_for)
+
+    def diagnose_image(self, snapshot: Snapshot, image: bytes, limit: int, lang: str,
+                       url_for: UrlFor) -> tuple[Diagnosis, dict]:
+        """Read a screenshot and match its text; the answer carries the text read (``ocr_text``) so the user
+        can correct a misread character. Raises ImageRejected. Blocking: run it in a worker thread."""
+        read = self.images.read(image)
+        diagnosis, data = self.diagnose(snapshot, read.text, limit, lang, url_for)
+        return diagnosis, {**data, "ocr_text": read.text, "ocr_ms": round(read.took_ms, 1)}
 
     def reload_if_changed(self) -> bool:
         """Load a newer index if `kb index` swapped one in; return True when a new snapshot is served."""

@@ -8,7 +8,7 @@ from app.entries import CATEGORY_NAMES
 from app.settings import ROOT
 from app.web.urls import template_url_for
 
-STATIC_VERSION = "3"  # bump with any change under static/: browsers then fetch the new files
+STATIC_VERSION = "4"  # bump with any change under static/: browsers then fetch the new files
 
 templates = Jinja2Templates(directory=ROOT / "templates")
 # Templates ship with the code and never change under a running server; checking every included

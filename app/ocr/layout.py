@@ -1,0 +1,110 @@
+"""Turn the text boxes OCR finds into the lines of a log: rows, indentation, wrapped lines joined, ASCII kept.
+
+General OCR returns runs of text with their positions; the normaliser and the block reader need what the
+terminal showed: one line per log line, a traceback's indentation ("  File", "    code"), and the
+punctuation of Python (`_ . : ' "`) rather than the full-width forms a Chinese recogniser prefers.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from app.matcher.normalise import RECORD_START_RE
+from app.ocr.engine import TextBox
+
+WIDE_RE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+CJK_RE = re.compile(r"[\u2e80-\u9fff]")
+# Full-width forms the recogniser emits for ASCII punctuation in code: mapped back in lines of code
+FULL_WIDTH = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "“": '"', "”": '"', "‘": "'",
+                            "’": "'", "【": "[", "】": "]", "！": "!", "？": "?", "。": ".", "　": " ", "＝": "=",
+                            "［": "[", "］": "]", "｛": "{", "｝": "}", "＜": "<", "＞": ">", "｜": "|", "～": "~"})
+SPACE_BEFORE_PUNCT_RE = re.compile(r"(?<=[\w)\]'\"]) (?=[.,:)\]](?:\S|$))")
+ROW_OVERLAP = 0.5  # boxes whose middles are closer than half a text height share a row
+SPACE_GAP = 0.3  # a gap wider than this share of a character is a space between two boxes
+WRAP_SLACK = 1.5  # a row ending this many characters from the right edge filled the window
+
+
+class Row:
+    """Boxes on one line of the screen, left to right."""
+
+    def __init__(self, box: TextBox):
+        self.boxes = [box]
+
+    @property
+    def middle(self) -> float:
+        return statistics.fmean(box.middle for box in self.boxes)
+
+    @property
+    def left(self) -> float:
+        return self.boxes[0].left
+
+    @property
+    def right(self) -> float:
+        return self.boxes[-1].right
+
+    def text(self, char_width: float) -> str:
+        """The row's boxes joined, with one space where the screen shows a gap."""
+        parts = [self.boxes[0].text]
+        for before, box in zip(self.boxes, self.boxes[1:]):
+            gap = box.left - before.right
+            parts.append((" " if gap > SPACE_GAP * char_width else "") + box.text)
+        return "".join(parts)
+
+
+def rows_of(boxes: list[TextBox]) -> list[Row]:
+    """Group boxes into rows top to bottom, each row sorted left to right."""
+    if not boxes:
+        return []
+    height = statistics.median(box.height for box in boxes)
+    rows: list[Row] = []
+    for box in sorted(boxes, key=lambda box: box.middle):
+        if rows and abs(box.middle - rows[-1].middle) < ROW_OVERLAP * height:
+            rows[-1].boxes.append(box)
+        else:
+            rows.append(Row(box))
+    for row in rows:
+        row.boxes.sort(key=lambda box: box.left)
+    return rows
+
+
+def char_width(boxes: list[TextBox]) -> float:
+    """The width of one monospace cell, from the longest boxes (whose padding matters least)."""
+    cells = [(box.right - box.left) / _cells(box.text) for box in boxes if _cells(box.text) >= 6]
+    if not cells:
+        cells = [(box.right - box.left) / max(1, _cells(box.text)) for box in boxes]
+    return max(1.0, statistics.median(cells)) if cells else 8.0
+
+
+def _cells(text: str) -> int:
+    return len(text) + len(WIDE_RE.findall(text))
+
+
+def to_lines(boxes: list[TextBox]) -> list[str]:
+    """The log lines a screenshot shows, as the normaliser expects them."""
+    rows = rows_of(boxes)
+    if not rows:
+        return []
+    cell = char_width(boxes)
+    margin = min(row.left for row in rows)
+    right_edge = max(row.right for row in rows)
+    pitch = statistics.median([b.middle - a.middle for a, b in zip(rows, rows[1:])] or [0.0])
+    lines: list[str] = []
+    wrapped = False
+    for before, row in zip([None, *rows], rows):
+        text = _ascii_punctuation(row.text(cell))
+        indent = max(0, round((row.left - margin) / cell))
+        adjacent = before is not None and row.middle - before.middle < 1.5 * pitch  # no blank line between
+        if wrapped and adjacent and indent == 0 and not RECORD_START_RE.match(text):
+            lines[-1] += text  # the terminal wrapped this line at the window's edge: it continues the row above
+        else:
+            lines.append(" " * indent + text)
+        wrapped = row.right >= right_edge - WRAP_SLACK * cell and not CJK_RE.search(text)
+    return lines
+
+
+def _ascii_punctuation(text: str) -> str:
+    """Full-width punctuation back to ASCII in a line of code or log (a line mostly in Chinese keeps it)."""
+    if len(CJK_RE.findall(text)) * 3 > len(text):
+        return text
+    return SPACE_BEFORE_PUNCT_RE.sub("", text.translate(FULL_WIDTH))
