@@ -1,0 +1,164 @@
+"""Screenshots as input: rendered with real fonts, read by the real OCR engine, matched like their text."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import struct
+import zlib
+
+import httpx
+import pytest
+from mcp import Client
+from PIL import Image
+
+from app.ingest import ingest
+from app.ocr import ImageReader, ImageRejected
+from app.ocr.engine import TextBox
+from app.ocr.layout import to_lines
+from app.web.app import create_app
+from benchmarks.screenshots import FONT_PACKAGES, STYLES, fonts_available, render
+from tests.conftest import LiveServer
+
+STYLE = {style.name: style for style in STYLES}
+KV_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/verl/workers/rollout/vllm_rollout.py", line 12, in __init__',
+    "    self.engine = LLM(**kwargs)",
+    "(WorkerDict pid=48211, ip=10.0.3.7) ValueError: No available memory for the cache blocks.",
+]
+KV_MESSAGE = "ValueError: No available memory for the cache blocks."
+
+
+def screenshot(style: str, lines: list[str] = KV_TRACEBACK) -> bytes:
+    if not fonts_available():
+        pytest.skip(f"fonts missing: apt-get install {FONT_PACKAGES} (CI installs them and requires these tests)")
+    return render(lines, STYLE[style])
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A tiny PNG whose header declares ``width`` x ``height`` pixels (a decompression bomb's shape)."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + header
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+
+
+def blank_png(width: int = 800, height: int = 400) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (30, 30, 30)).save(out, "PNG")
+    return out.getvalue()
+
+
+@pytest.fixture
+def http(live_server):
+    with httpx.Client(base_url=live_server.url, timeout=120) as client:
+        yield client
+
+
+def match_image(http: httpx.Client, data: bytes, name: str = "shot.png", kind: str = "image/png") -> httpx.Response:
+    return http.post("/api/v1/match", files={"image": (name, data, kind)})
+
+
+@pytest.mark.parametrize("style", ["dark-14", "chat-jpeg"])
+def test_screenshot_gets_the_entry_its_text_gets(http, style):
+    from_text = http.post("/api/v1/match", json={"text": "\n".join(KV_TRACEBACK)}).json()
+    response = match_image(http, screenshot(style))
+    assert response.status_code == 200, response.text
+    from_image = response.json()
+    assert from_image["matches"][0]["code"] == from_text["matches"][0]["code"] == "ROLL-901"
+    assert from_image["matches"][0]["confidence"] == "high"
+    assert KV_MESSAGE in from_image["ocr_text"] and from_image["ocr_ms"] > 0
+
+
+def test_text_read_keeps_traceback_indentation(http):
+    read = match_image(http, screenshot("light-20")).json()["ocr_text"].splitlines()
+    frame = next(line for line in read if "File" in line)
+    code = next(line for line in read if "LLM(**kwargs)" in line)
+    assert frame.startswith("  File ") and code.startswith("    self.engine")
+
+
+@pytest.mark.parametrize("data,name,status,code", [
+    (b"hello, not an image", "a.png", 415, "unsupported_media_type"),
+    (b"GIF89a" + b"\x00" * 64, "a.gif", 415, "unsupported_media_type"),
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "cut.png", 422, "invalid_image"),
+    (png_header_only(100_000, 100_000), "bomb.png", 413, "image_too_large"),
+])
+def test_bad_images_are_refused_with_4xx(http, data, name, status, code):
+    response = match_image(http, data, name)
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code and response.json()["error"]["message"]
+
+
+def test_truncated_screenshot_is_422(http):
+    whole = blank_png()
+    response = match_image(http, whole[: len(whole) // 2])
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_image"
+
+
+def test_image_without_text_is_422(http):
+    response = match_image(http, blank_png())
+    assert response.status_code == 422 and response.json()["error"]["code"] == "no_text"
+
+
+def test_image_over_the_size_setting_is_413(settings):
+    small = settings.model_copy(update={"max_image_bytes": 2048})
+    ingest(small)
+    with LiveServer(create_app(small)) as server:
+        response = httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", blank_png(), "image/png")})
+    assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
+
+
+def test_multipart_without_image_or_text_is_422(http):
+    response = http.post("/api/v1/match", files={"limit": (None, "3")})
+    assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_input"
+
+
+def test_multipart_text_part_is_matched(http):
+    response = http.post("/api/v1/match", files={"text": (None, KV_MESSAGE)})
+    assert response.status_code == 200 and response.json()["matches"][0]["code"] == "ROLL-901"
+
+
+def test_reading_stops_at_the_time_limit():
+    reader = ImageReader(max_bytes=1 << 24, max_pixels=1 << 26, timeout=0.001, concurrency=1, queue_timeout=1)
+    with pytest.raises(ImageRejected) as refused:
+        reader.read(screenshot("dark-14"))
+    assert refused.value.status == 422 and refused.value.code == "image_too_busy"
+
+
+def test_mcp_diagnose_log_reads_a_base64_screenshot(live_server):
+    image = base64.b64encode(screenshot("cropped-window")).decode()
+
+    async def call():
+        async with Client(f"{live_server.url}/mcp") as client:
+            good = await client.call_tool("diagnose_log", {"image_base64": image})
+            bad = await client.call_tool("diagnose_log", {"image_base64": base64.b64encode(b"not an image").decode()})
+            return good, bad
+
+    good, bad = asyncio.run(call())
+    data = good.structured_content.get("result", good.structured_content)
+    assert data["matches"][0]["code"] == "ROLL-901" and KV_MESSAGE in data["ocr_text"]
+    assert bad.is_error and "PNG, JPEG or WebP" in bad.content[0].text
+
+
+def box(text: str, left: float, row: int, cell: float = 10.0, height: float = 20.0) -> TextBox:
+    return TextBox(text, left, row * 30.0, left + cell * len(text), row * 30.0 + height, 0.99)
+
+
+def test_layout_indents_by_monospace_cells_and_joins_wrapped_rows():
+    lines = to_lines([
+        box("Traceback (most recent call last):", 0, 0),
+        box('File "/a/b.py", line 3, in f', 20, 1),
+        box("x = y[0]", 40, 2),
+        box("(TaskRunner pid=1) RuntimeError: the tail of this line wra", 0, 3),
+        box("pped at the window edge", 0, 4),
+        box("new paragraph after a blank line", 0, 6),
+    ])
+    assert lines == ["Traceback (most recent call last):", '  File "/a/b.py", line 3, in f', "    x = y[0]",
+                     "(TaskRunner pid=1) RuntimeError: the tail of this line wrapped at the window edge",
+                     "new paragraph after a blank line"]
+
+
+def test_layout_restores_ascii_punctuation_but_keeps_chinese_lines():
+    lines = to_lines([box("ValueError：bad value（x）", 0, 0), box("训练跑到第3步就挂了，报错如下：", 0, 1)])
+    assert lines == ["ValueError:bad value(x)", "训练跑到第3步就挂了，报错如下："]
