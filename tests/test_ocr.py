@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import os
 import struct
 import zlib
 
@@ -20,6 +21,7 @@ from app.ocr.layout import to_lines
 from app.web.app import create_app
 from benchmarks.screenshots import FONT_PACKAGES, STYLES, fonts_available, render
 from tests.conftest import LiveServer
+from tests.test_mcp import _payload
 
 STYLE = {style.name: style for style in STYLES}
 KV_TRACEBACK = [
@@ -37,11 +39,15 @@ def screenshot(style: str, lines: list[str] = KV_TRACEBACK) -> bytes:
     return render(lines, STYLE[style])
 
 
-def png_header_only(width: int, height: int) -> bytes:
-    """A tiny PNG whose header declares ``width`` x ``height`` pixels (a decompression bomb's shape)."""
+def png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_bomb(width: int, height: int) -> bytes:
+    """A PNG of a few hundred bytes declaring ``width`` x ``height`` pixels: zeros compress 1000:1."""
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    chunk = b"IHDR" + header
-    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(header)) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    pixels = zlib.compress(b"\x00" * 200_000, 9)
+    return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", pixels) + png_chunk(b"IEND", b"")
 
 
 def blank_png(width: int = 800, height: int = 400) -> bytes:
@@ -82,7 +88,8 @@ def test_text_read_keeps_traceback_indentation(http):
     (b"hello, not an image", "a.png", 415, "unsupported_media_type"),
     (b"GIF89a" + b"\x00" * 64, "a.gif", 415, "unsupported_media_type"),
     (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "cut.png", 422, "invalid_image"),
-    (png_header_only(100_000, 100_000), "bomb.png", 413, "image_too_large"),
+    (png_bomb(100_000, 100_000), "bomb.png", 413, "image_too_large"),
+    (png_bomb(6_000, 6_000), "big.png", 413, "image_too_large"),
 ])
 def test_bad_images_are_refused_with_4xx(http, data, name, status, code):
     response = match_image(http, data, name)
@@ -102,10 +109,13 @@ def test_image_without_text_is_422(http):
 
 
 def test_image_over_the_size_setting_is_413(settings):
-    small = settings.model_copy(update={"max_image_bytes": 2048})
+    small = settings.model_copy(update={"max_image_bytes": 65536})
+    out = io.BytesIO()
+    Image.frombytes("RGB", (200, 200), os.urandom(200 * 200 * 3)).save(out, "PNG")  # noise: about 120 KB
     ingest(small)
     with LiveServer(create_app(small)) as server:
-        response = httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", blank_png(), "image/png")})
+        response = httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", out.getvalue(), "image/png")},
+                              timeout=60)
     assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
 
 
@@ -136,7 +146,7 @@ def test_mcp_diagnose_log_reads_a_base64_screenshot(live_server):
             return good, bad
 
     good, bad = asyncio.run(call())
-    data = good.structured_content.get("result", good.structured_content)
+    data = _payload(good)
     assert data["matches"][0]["code"] == "ROLL-901" and KV_MESSAGE in data["ocr_text"]
     assert bad.is_error and "PNG, JPEG or WebP" in bad.content[0].text
 

@@ -19,7 +19,8 @@ import numpy as np
 MAX_SIDE = 2560
 REC_BATCH = 12  # lines recognised between two deadline checks (about 0.5 s of CPU for long lines)
 MAX_BOXES = 600  # more text boxes than a full 4K terminal holds: the rest is noise or a page of prose
-MIN_SCORE = 0.5  # recognitions the model is less sure of are mostly icons, cursors and window chrome
+MIN_SCORE = 0.5
+CROP_PAD = 0.15  # share of a box's height added above and below it before recognition  # recognitions the model is less sure of are mostly icons, cursors and window chrome
 
 
 class OcrTimeout(Exception):
@@ -36,6 +37,8 @@ class TextBox:
     right: float
     bottom: float
     score: float
+    # each character the recogniser emitted (spaces aside) with the x of its centre, when it told us
+    chars: tuple[tuple[str, float], ...] = ()
 
     @property
     def height(self) -> float:
@@ -63,7 +66,10 @@ class OcrEngine:
             if self._models is None:
                 from rapidocr import RapidOCR  # imported here: onnxruntime and OpenCV cost 0.5 s and 100 MB
 
-                params = {"Global.log_level": "warning", "Global.use_cls": False,
+                # Terminal rows sit closer than the lines of a document: without dilation and with a lower box
+                # threshold the detector keeps two rows apart instead of dropping the merged region
+                params = {"Global.log_level": "warning", "Global.use_cls": False, "Det.use_dilation": False,
+                          "Det.box_thresh": 0.4,
                           "EngineConfig.onnxruntime.intra_op_num_threads": self.threads or -1,
                           "EngineConfig.onnxruntime.inter_op_num_threads": 1}
                 ocr = RapidOCR(params=params)
@@ -84,20 +90,23 @@ class OcrEngine:
         if found.boxes is None or len(found.boxes) == 0:
             return []
         boxes = [_bounds(quad, bgr.shape) for quad in found.boxes[:MAX_BOXES]]
+        boxes = [_padded(box, bgr.shape) for box in boxes]
         crops = [bgr[top:bottom, left:right] for left, top, right, bottom in boxes]
         order = sorted(range(len(crops)), key=lambda i: crops[i].shape[1] / max(1, crops[i].shape[0]))
-        texts: dict[int, tuple[str, float]] = {}
+        texts: dict[int, tuple[str, float, tuple]] = {}
         for start in range(0, len(order), REC_BATCH):
             if time.monotonic() > deadline:
                 raise OcrTimeout()
             batch = order[start:start + REC_BATCH]
             result = recogniser(_rec_input([crops[i] for i in batch]))
-            texts.update(zip(batch, zip(result.txts, result.scores)))
+            for i, text, score, words in zip(batch, result.txts, result.scores, result.word_results):
+                texts[i] = (text, score, _char_centres(words, crops[i].shape[1]))
         if time.monotonic() > deadline:
             raise OcrTimeout()
-        return [TextBox(text, left / scale, top / scale, right / scale, bottom / scale, float(score))
+        return [TextBox(text, left / scale, top / scale, right / scale, bottom / scale, float(score),
+                        tuple((char, (left + x) / scale) for char, x in centres))
                 for i, (left, top, right, bottom) in enumerate(boxes)
-                for text, score in [texts[i]] if text.strip() and score >= MIN_SCORE]
+                for text, score, centres in [texts[i]] if text.strip() and score >= MIN_SCORE]
 
 
 def _scaled(image: np.ndarray, scale: float) -> np.ndarray:
@@ -117,7 +126,24 @@ def _bounds(quad: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, in
     return max(0, left), max(0, top), min(width, max(right, left + 1)), min(height, max(bottom, top + 1))
 
 
+def _padded(box: tuple[int, int, int, int], shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """The box with a margin above and below: the detector's box often cuts through the underscores and the
+    descenders of small monospace text, and `n_gpus` read from a cut crop comes out as `n gpus`."""
+    left, top, right, bottom = box
+    pad = max(1, round((bottom - top) * CROP_PAD))
+    return left, max(0, top - pad), right, min(shape[0], bottom + pad)
+
+
 def _rec_input(crops: list[np.ndarray]):
     from rapidocr.ch_ppocr_rec import TextRecInput
 
-    return TextRecInput(img=crops)
+    return TextRecInput(img=crops, return_word_box=True)
+
+
+def _char_centres(words, width: int) -> tuple[tuple[str, float], ...]:
+    """Each recognised character with its x in the crop, from the CTC frame it was emitted at."""
+    if not words or not words.line_txt_len:
+        return ()
+    frame = width / words.line_txt_len
+    return tuple((char, (col + 0.5) * frame) for chars, cols in zip(words.words, words.word_cols)
+                 for char, col in zip(chars, cols))

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import FastAPI
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the agent; other errors' do not
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
@@ -63,14 +64,14 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
             try:
                 image = base64.b64decode(image_base64, validate=True)
             except binascii.Error:
-                raise ValueError("image_base64 is not valid base64") from None
+                raise ToolError("image_base64 is not valid base64") from None
             try:
                 _, data = await run_in_threadpool(kb.diagnose_image, kb.snapshot, image, limit, "en", url_for)
             except ImageRejected as rejected:
-                raise ValueError(f"{rejected.code}: {rejected.message}") from None
+                raise ToolError(f"{rejected.code}: {rejected.message}") from None
             return data
         if not (text or "").strip():
-            raise ValueError("give the error as `text`, or a screenshot of it as `image_base64`")
+            raise ToolError("give the error as `text`, or a screenshot of it as `image_base64`")
         _, data = await run_in_threadpool(kb.diagnose, kb.snapshot, text, limit, "en", url_for)
         return data
 
