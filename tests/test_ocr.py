@@ -6,6 +6,9 @@ import asyncio
 import base64
 import io
 import os
+import shutil
+import subprocess
+import sys
 import struct
 import zlib
 
@@ -18,6 +21,7 @@ from app.ingest import ingest
 from app.ocr import ImageReader, ImageRejected
 from app.ocr.engine import TextBox
 from app.ocr.layout import to_lines
+from app.settings import ROOT
 from app.web.app import create_app
 from benchmarks.screenshots import FONT_PACKAGES, STYLES, fonts_available, render
 from tests.conftest import LiveServer
@@ -151,6 +155,25 @@ def test_mcp_diagnose_log_reads_a_base64_screenshot(live_server):
     assert bad.is_error and "PNG, JPEG or WebP" in bad.content[0].text
 
 
+OFFLINE_READ = """
+import sys
+from app.ocr import ImageReader
+reader = ImageReader(max_bytes=1 << 24, max_pixels=1 << 26, timeout=600, concurrency=1, queue_timeout=1)
+print(reader.read(sys.stdin.buffer.read()).text)
+"""
+
+
+def test_ocr_needs_no_network():
+    """The models come with the wheel: a process without any network interface reads a screenshot."""
+    image = screenshot("cropped-window", [KV_MESSAGE])
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
+        pytest.skip("cannot make a network namespace here (needs unshare and root, as in CI)")
+    done = subprocess.run(["unshare", "-n", sys.executable, "-c", OFFLINE_READ], input=image, capture_output=True,
+                          cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert KV_MESSAGE in done.stdout.decode()
+
+
 def box(text: str, left: float, row: int, cell: float = 10.0, height: float = 20.0) -> TextBox:
     return TextBox(text, left, row * 30.0, left + cell * len(text), row * 30.0 + height, 0.99)
 
@@ -172,3 +195,17 @@ def test_layout_indents_by_monospace_cells_and_joins_wrapped_rows():
 def test_layout_restores_ascii_punctuation_but_keeps_chinese_lines():
     lines = to_lines([box("ValueError：bad value（x）", 0, 0), box("训练跑到第3步就挂了，报错如下：", 0, 1)])
     assert lines == ["ValueError:bad value(x)", "训练跑到第3步就挂了，报错如下："]
+
+
+def test_layout_puts_back_spaces_the_recogniser_dropped():
+    # "only support" in monospace, 10 px a cell, read as "onlysupport": the characters say where the gap was
+    placed = tuple((char, 5.0 + 10 * column) for column, char in enumerate("only support") if char != " ")
+    read = TextBox("onlysupport", 0, 0, 120, 20, 0.99, placed)
+    assert to_lines([read]) == ["only support"]
+    # two boxes whose padding overlaps: the characters decide, not the boxes' edges
+    def word(text: str, start: float) -> TextBox:
+        return TextBox(text, start - 5, 0, start + 10 * len(text), 20, 0.99,
+                       tuple((c, start + 5 + 10 * i) for i, c in enumerate(text)))
+
+    assert to_lines([word("ConfigAttr", 0), word("ibuteError", 100)]) == ["ConfigAttributeError"]
+    assert to_lines([word("ConfigAttr", 0), word("ibuteError", 110)]) == ["ConfigAttr ibuteError"]

@@ -78,7 +78,7 @@ class OcrEngine:
         return self._models
 
     def warm_up(self) -> None:
-        """Load the models now (benchmarks and servers that want no first-request delay)."""
+        """Load the models now (the benchmark times loading apart from reading)."""
         self._load()
 
     def read(self, image: np.ndarray, deadline: float) -> list[TextBox]:

@@ -109,7 +109,7 @@ def char_width(boxes: list[TextBox]) -> float:
     that the width of the longest boxes (whose padding matters least)."""
     steps = [(b[1] - a[1]) / ((_cells(a[0]) + _cells(b[0])) / 2)
              for box in boxes for a, b in zip(box.chars, box.chars[1:])]
-    if len(steps) >= 20:
+    if len(steps) >= 10:
         return max(1.0, statistics.median(steps))
     cells = [(box.right - box.left) / _cells(box.text) for box in boxes if _cells(box.text) >= 6]
     if not cells:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from app.ocr.engine import OcrEngine, OcrTimeout
 from app.ocr.image import ImageRejected, decode_image
 from app.ocr.layout import to_lines
+from app.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ImageReader:
         self._slots = threading.BoundedSemaphore(concurrency)
 
     @classmethod
-    def from_settings(cls, settings) -> "ImageReader":
+    def from_settings(cls, settings: Settings) -> "ImageReader":
         return cls(max_bytes=settings.max_image_bytes, max_pixels=settings.max_image_pixels,
                    timeout=settings.ocr_timeout, concurrency=settings.ocr_concurrency,
                    queue_timeout=settings.queue_timeout, threads=settings.ocr_threads)
