@@ -17,7 +17,7 @@ import numpy as np
 # A side longer than this is scaled down before detection: the cost of detection grows with the pixels,
 # and text on a 4K screenshot is still legible at half size.
 MAX_SIDE = 2560
-REC_BATCH = 12  # lines recognised between two deadline checks (about 0.5 s of CPU for long lines)
+REC_BATCH = 6  # crops recognised at once (RapidOCR's default): each is padded to the widest, so memory grows with it
 MAX_BOXES = 600  # more text boxes than a full 4K terminal holds: the rest is noise or a page of prose
 MIN_SCORE = 0.5
 CROP_PAD = 0.15  # share of a box's height added above and below it before recognition  # recognitions the model is less sure of are mostly icons, cursors and window chrome
