@@ -209,3 +209,13 @@ def test_layout_puts_back_spaces_the_recogniser_dropped():
 
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 100)]) == ["ConfigAttributeError"]
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 110)]) == ["ConfigAttr ibuteError"]
+
+
+def test_layout_adds_no_space_inside_doubled_characters():
+    # "vllm.__init__" with the second of each doubled character emitted a cell late, as CTC does
+    columns, late = [], 0.0
+    for column, char in enumerate("vllm.__init__"):
+        late = 8.0 if column and char == "vllm.__init__"[column - 1] else 0.0
+        columns.append((char, 5.0 + 10 * column + late))
+    read = TextBox("vllm.__init__", 0, 0, 130, 20, 0.99, tuple(columns))
+    assert to_lines([read]) == ["vllm.__init__"]

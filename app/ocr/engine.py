@@ -8,9 +8,11 @@ batches instead of running on unbounded.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -83,6 +85,12 @@ class OcrEngine:
 
     def read(self, image: np.ndarray, deadline: float) -> list[TextBox]:
         """Every run of text in an RGB image, top to bottom; OcrTimeout past ``deadline`` (monotonic)."""
+        try:
+            return self._read(image, deadline)
+        finally:
+            _return_freed_memory()
+
+    def _read(self, image: np.ndarray, deadline: float) -> list[TextBox]:
         detector, recogniser = self._load()
         scale = min(1.0, MAX_SIDE / max(image.shape[:2]))
         bgr = np.ascontiguousarray(_scaled(image, scale)[:, :, ::-1])  # the models were trained on BGR
@@ -107,6 +115,22 @@ class OcrEngine:
                         tuple((char, (left + x) / scale) for char, x in centres))
                 for i, (left, top, right, bottom) in enumerate(boxes)
                 for text, score, centres in [texts[i]] if text.strip() and score >= MIN_SCORE]
+
+
+@cache
+def _libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to trim
+        return None
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory one image's tensors used back to the system: glibc otherwise keeps it, and a server
+    measured 537 MiB resident after eight screenshots instead of 210 MiB."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def _scaled(image: np.ndarray, scale: float) -> np.ndarray:

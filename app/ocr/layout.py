@@ -71,7 +71,10 @@ def spaced(box: TextBox, cell: float) -> str:
     out, had_space = [box.chars[0][0]], set(_space_positions(box.text))
     for index, ((left, x_left), (right, x_right)) in enumerate(zip(box.chars, box.chars[1:]), 1):
         expected = (_cells(left) + _cells(right)) / 2
-        if index in had_space or (x_right - x_left) / cell - expected > SPACE_CELLS:
+        # CTC must emit a blank between two equal characters, which delays the second (`ll`, `__`), and an
+        # underscore's position is vague: neither gap says anything about a space
+        trusted = left != right and "_" not in (left, right)
+        if index in had_space or (trusted and (x_right - x_left) / cell - expected > SPACE_CELLS):
             out.append(" ")
         out.append(right)
     return "".join(out)
