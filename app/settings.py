@@ -81,6 +81,25 @@ class Settings(BaseSettings):
         "clients and proxies (httpx and requests 5 s, nginx upstream 60 s), so the server never closes a connection "
         "a client is reusing at that moment (which reaches the client as a reset, not an answer).",
     )
+    max_image_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024,
+        description="Largest screenshot accepted (PNG, JPEG or WebP); larger ones get 413.",
+    )
+    max_image_pixels: int = Field(
+        25_000_000, ge=10_000, le=200_000_000, description="Most pixels a screenshot may have (width x height, read "
+        "from its header before decoding); more get 413, so a small file declaring a huge image is never decoded.",
+    )
+    ocr_timeout: float = Field(
+        30.0, gt=0, le=600, description="Seconds one screenshot may take to read; past them the answer is 422 "
+        "and the work stops.",
+    )
+    ocr_concurrency: int = Field(
+        1, ge=1, le=64, description="Screenshots read at once per server process; others wait up to "
+        "`KB_QUEUE_TIMEOUT` seconds, then get 503.",
+    )
+    ocr_threads: int = Field(
+        0, ge=0, le=256, description="CPU threads one screenshot's OCR uses (0: onnxruntime's default, every core).",
+    )
     verl_version: str = Field("0.9.1", description="The verl release whose config keys and modules `kb check` verifies against.")
     record_misses: bool = Field(
         True, description="Record what the manual could not answer for maintainers (`/insights`): fingerprints of "
@@ -152,6 +171,11 @@ class Settings(BaseSettings):
     @property
     def verl_dir(self) -> Path:
         return self.releases_dir or self.data_dir / "verl"
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body a paste or a screenshot may need (base64 makes an image 4/3 larger)."""
+        return max(self.max_paste_bytes, -(-self.max_image_bytes * 4 // 3))
 
     @property
     def index_dir(self) -> Path:

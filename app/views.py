@@ -175,8 +175,9 @@ COMPACT_FIXES = 2
 
 
 def compact_match(data: dict) -> dict:
-    """The match answer trimmed for an LLM's context: what it is, why, and what to do."""
-    return {"matches": [
+    """The match answer trimmed for an LLM's context: what it is, why, and what to do (and what was read)."""
+    read = {"ocr_text": data["ocr_text"]} if data.get("ocr_text") else {}
+    return {**read, "matches": [
         {"code": m["code"], "title": m["title"], "confidence": m["confidence"], "root_cause": m["root_cause"],
          "consequence_of": m["consequence_of"], "matched_line": m["matched_line"][:300], "url": m["url"],
          "fixes": [{"id": f["id"], "title": f["title"], "body": f["body"], "success_rate": f["success_rate"]}

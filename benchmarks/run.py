@@ -9,7 +9,7 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks import load, measure
+from benchmarks import load, measure, ocr
 
 POSTGRES_URL = os.environ.get("KB_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # goal per path as a ratio to /healthz (issue: entry pages and search >= 0.5x, a short paste >= 0.3x)
@@ -75,7 +75,8 @@ SECTIONS = {
 
 def write(results: dict, started: float) -> None:
     (OUT / "results.json").write_text(json.dumps(results, indent=2))
-    (OUT / "README.md").write_text(HEADER + table(results) + "\n" + load_tables(results["load"]) + footer(started))
+    (OUT / "README.md").write_text(HEADER + table(results) + "\n" + load_tables(results["load"]) + footer(started)
+                                   + "\n" + ocr.section())
     print((OUT / "README.md").read_text())
 
 

@@ -102,4 +102,39 @@
     });
     pre.appendChild(button);
   });
+
+  // A screenshot pasted (Ctrl+V) or dropped on the paste form is sent like a picked file: the server
+  // reads the text out of it and shows that text in the box, to correct and diagnose again.
+  document.querySelectorAll("[data-paste-form]").forEach(function (form) {
+    var input = form.querySelector("[data-image-input]");
+    var box = form.querySelector("textarea");
+    var IMAGE = /^image\/(png|jpeg|webp)$/;
+    function firstImage(items) {
+      for (var i = 0; i < items.length; i++) {
+        var file = items[i].getAsFile ? (items[i].kind === "file" ? items[i].getAsFile() : null) : items[i];
+        if (file && IMAGE.test(file.type)) return file;
+      }
+      return null;
+    }
+    function send(file) {
+      var files = new DataTransfer();
+      files.items.add(file);
+      input.files = files.files;
+      box.value = "";
+      form.classList.add("reading");
+      form.requestSubmit();
+    }
+    input.addEventListener("change", function () { if (input.files.length) send(input.files[0]); });
+    form.addEventListener("paste", function (event) {
+      var file = event.clipboardData && firstImage(event.clipboardData.items);
+      if (file) { event.preventDefault(); send(file); }
+    });
+    form.addEventListener("dragover", function (event) { event.preventDefault(); form.classList.add("dragging"); });
+    form.addEventListener("dragleave", function () { form.classList.remove("dragging"); });
+    form.addEventListener("drop", function (event) {
+      form.classList.remove("dragging");
+      var file = event.dataTransfer && firstImage(event.dataTransfer.files);
+      if (file) { event.preventDefault(); send(file); }
+    });
+  });
 })();

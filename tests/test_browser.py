@@ -137,3 +137,35 @@ def test_this_is_not_my_error_is_one_click_on_the_paste_page(page):
     page.click("article#match-ROLL-901 form.not-mine button")
     expect(page.locator("p[role=status]")).to_contain_text("ROLL-901 was not your error")
     shot(page, "not-my-error-recorded")
+
+
+DROP_OR_PASTE = """([data, how]) => {
+  const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+  const files = new DataTransfer();
+  files.items.add(new File([bytes], "screenshot.png", { type: "image/png" }));
+  const box = document.querySelector("#paste-text");
+  const event = how === "paste"
+    ? new ClipboardEvent("paste", { clipboardData: files, bubbles: true, cancelable: true })
+    : new DragEvent("drop", { dataTransfer: files, bubbles: true, cancelable: true });
+  box.dispatchEvent(event);
+}"""
+
+
+@pytest.mark.parametrize("how", ["paste", "drop"])
+def test_screenshot_pasted_or_dropped_gets_the_entry_of_its_text(page, how):
+    import base64
+
+    from tests.test_ocr import KV_MESSAGE, KV_TRACEBACK, screenshot
+
+    image = base64.b64encode(screenshot("dark-14")).decode()
+    page.goto("/paste")
+    with page.expect_navigation(timeout=120_000):
+        page.evaluate(DROP_OR_PASTE, [image, how])
+    expect(page.locator("article.match").first).to_have_attribute("data-code", "ROLL-901")
+    expect(page.locator(".ocr-note")).to_be_visible()
+    assert KV_MESSAGE in page.locator("#paste-text").input_value()
+    shot(page, f"paste-screenshot-{how}")
+    # the text read stays editable: diagnosing it again as text gives the same entry
+    page.get_by_role("button", name="Diagnose").click()
+    expect(page.locator("article.match").first).to_have_attribute("data-code", "ROLL-901")
+    expect(page.locator(".ocr-note")).to_have_count(0)

@@ -17,6 +17,7 @@ from app.entries.model import Category
 from app.web import schemas
 from app.web.deps import FiltersDep, SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.identity import client_address, set_voter_cookie, voter_of
+from app.web.match_input import MatchInputDep
 from app.web.voting import VoteRefused, cast_vote
 from app.views import browse_data, compact_match, compact_search, entry_data, search_data
 
@@ -106,15 +107,30 @@ def search(request: Request, response: Response, state: StateDep, snapshot: Snap
     return JSONResponse(compact_search(data), headers={INDEX_HEADER: snapshot.content_hash}) if compact else data
 
 
-@router.post("/api/v1/match", response_model=None, responses={**ERRORS, **COMPACT_MATCH}, tags=["match"])
-async def match(request: Request, body: schemas.MatchIn, state: StateDep, snapshot: SnapshotDep,
+MATCH_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": schemas.MatchIn.model_json_schema()},
+    "multipart/form-data": {"schema": schemas.MatchForm.model_json_schema()},
+}}}
+IMAGE_ERRORS = {status: {"model": schemas.ErrorResponse} for status in (413, 415, 422, 503)}
+
+
+@router.post("/api/v1/match", response_model=None, openapi_extra=MATCH_BODY,
+             responses={**ERRORS, **IMAGE_ERRORS, **COMPACT_MATCH}, tags=["match"])
+async def match(request: Request, given: MatchInputDep, state: StateDep, snapshot: SnapshotDep,
                 settings: SettingsDep, lang: Lang = "en", compact: Compact = False):
-    """Diagnose a traceback or log: the root cause first, cascades marked. The text is never stored."""
-    if not body.text.strip():
-        raise HTTPException(422, "text is empty: paste an error line, a traceback or a log")
-    if len(body.text.encode("utf-8", "replace")) > settings.max_paste_bytes:
-        raise HTTPException(413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log")
-    _, data = await run_in_threadpool(state.diagnose, snapshot, body.text, body.limit, lang, entry_url(request))
+    """Diagnose a traceback or log, or a screenshot of one: the root cause first, cascades marked.
+
+    Send JSON `{"text", "limit"}`, or `multipart/form-data` with an `image` part (PNG, JPEG, WebP); the text
+    read from an image comes back as `ocr_text`. Neither text nor image is stored."""
+    url_for = entry_url(request)
+    if given.image is not None:
+        _, data = await run_in_threadpool(state.diagnose_image, snapshot, given.image, given.limit, lang, url_for)
+    else:
+        if not given.text.strip():
+            raise HTTPException(422, "text is empty: paste an error line, a traceback or a log")
+        if len(given.text.encode("utf-8", "replace")) > settings.max_paste_bytes:
+            raise HTTPException(413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log")
+        _, data = await run_in_threadpool(state.diagnose, snapshot, given.text, given.limit, lang, url_for)
     headers = {INDEX_HEADER: snapshot.content_hash}
     return JSONResponse(compact_match(data) if compact else data, headers=headers)
 

@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.ocr import ImageRejected
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
 from app.web import api, embed, feedback, insights, pages
@@ -124,6 +125,14 @@ def _error_handlers(app: FastAPI) -> None:
                             headers=getattr(exc, "headers", None))
         return templates.TemplateResponse(request, "error.html", {"status": exc.status_code, "message": message},
                                           status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ImageRejected)
+    async def image_rejected(request: Request, exc: ImageRejected) -> Response:
+        headers = {"Retry-After": POOL_RETRY_AFTER} if exc.status == 503 else None
+        if _wants_json(request):
+            return Response(error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers)
+        return templates.TemplateResponse(request, "error.html", {"status": exc.status, "message": exc.message},
+                                          status_code=exc.status, headers=headers)
 
     @app.exception_handler(PoolTimeout)
     async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:

@@ -3,14 +3,18 @@
 No `from __future__ import annotations` here: the tool signatures close over run-time limits."""
 
 
+import base64
+import binascii
 from typing import Annotated
 
 from fastapi import FastAPI
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the agent; other errors' do not
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
+from app.ocr import ImageRejected
 from app.settings import Settings
 from app.views import entry_data, search_data
 from app.web.schemas import FINGERPRINT_PATTERN
@@ -47,13 +51,29 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
         kb.recorder.searched(query, result.total, on_page=False)
         return search_data(result, "en", url_for, query=query, category=category, page=1, limit=limit)
 
-    @server.tool(description="Diagnose a verl traceback or training log: root cause first, cascades marked, fixes ranked by votes.")
+    @server.tool(description="Diagnose a verl traceback or training log, given as text or as a screenshot (base64 "
+                             "PNG, JPEG or WebP): root cause first, cascades marked, fixes ranked by votes. For an "
+                             "image the answer's `ocr_text` is the text read from it.")
     async def diagnose_log(
-        text: Annotated[str, Field(description="An error line, a traceback or a whole log", min_length=1,
-                                   max_length=settings.max_paste_bytes)],
+        text: Annotated[str | None, Field(description="An error line, a traceback or a whole log",
+                                          max_length=settings.max_paste_bytes)] = None,
+        image_base64: Annotated[str | None, Field(description="A screenshot of the error, base64-encoded",
+                                                  max_length=settings.max_body_bytes)] = None,
         limit: Annotated[int, Field(ge=1, le=20)] = 5,
     ) -> dict:
         kb = state()
+        if image_base64:
+            try:
+                image = base64.b64decode(image_base64, validate=True)
+            except binascii.Error:
+                raise ToolError("image_base64 is not valid base64") from None
+            try:
+                _, data = await run_in_threadpool(kb.diagnose_image, kb.snapshot, image, limit, "en", url_for)
+            except ImageRejected as rejected:
+                raise ToolError(f"{rejected.code}: {rejected.message}") from None
+            return data
+        if not (text or "").strip():
+            raise ToolError("give the error as `text`, or a screenshot of it as `image_base64`")
         _, data = await run_in_threadpool(kb.diagnose, kb.snapshot, text, limit, "en", url_for)
         return data
 
@@ -116,7 +136,7 @@ def mount_mcp(app: FastAPI, server: MCPServer, settings: Settings) -> None:
         allowed_origins=[f"{scheme}://{host}" for host in settings.allowed_hosts for scheme in ("http", "https")],
     )
     mcp_app = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=security, max_request_body_size=settings.max_paste_bytes + 65536,
+        streamable_http_path="/mcp", transport_security=security, max_request_body_size=settings.max_body_bytes + 65536,
     )
     for route in mcp_app.routes:
         app.router.routes.append(route)

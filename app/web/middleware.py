@@ -24,16 +24,21 @@ class BodyLimitMiddleware:
 
     def __init__(self, app, settings: Settings):
         self.app = app
-        # a JSON or form envelope may wrap a paste of the full allowed size
+        # a JSON or form envelope may wrap a paste of the full allowed size; only an upload (multipart) and
+        # MCP (a base64 screenshot) may carry an image, so only they get the image's larger allowance
         self.limit = settings.max_paste_bytes + ENVELOPE_BYTES
+        self.image_limit = settings.max_body_bytes + ENVELOPE_BYTES
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        carries_image = scope["path"] == "/mcp" or headers.get(b"content-type", b"").lower().startswith(b"multipart/")
+        limit = self.image_limit if carries_image else self.limit
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit():
-            if int(declared) > self.limit:
-                return await self._too_large(send)
+            if int(declared) > limit:
+                return await self._too_large(send, limit)
             return await self.app(scope, receive, send)  # the server stops reading at the declared length
         chunks, size = [], 0
         while True:
@@ -41,8 +46,8 @@ class BodyLimitMiddleware:
             if message["type"] != "http.request":
                 return  # the client went away before sending its body
             size += len(message.get("body", b""))
-            if size > self.limit:
-                return await self._too_large(send)
+            if size > limit:
+                return await self._too_large(send, limit)
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
@@ -57,8 +62,9 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send):
-        body = error_body("payload_too_large", f"the body exceeds {self.limit} bytes (KB_MAX_PASTE_BYTES plus {ENVELOPE_BYTES} for the envelope)")
+    async def _too_large(self, send, limit: int):
+        setting = "KB_MAX_IMAGE_BYTES" if limit == self.image_limit else "KB_MAX_PASTE_BYTES"
+        body = error_body("payload_too_large", f"the body exceeds {limit} bytes ({setting} plus {ENVELOPE_BYTES} for the envelope)")
         await send({"type": "http.response.start", "status": 413, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),

@@ -12,10 +12,12 @@ from starlette.concurrency import run_in_threadpool
 
 from app.entries.model import Category
 from app.lru import LRU
+from app.ocr import ImageRejected
 from app.votes import fix_stats, ranked_fixes
 from app.web.deps import FiltersDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.entry_markdown import entry_markdown
 from app.web.identity import client_address, csrf_token, csrf_valid, set_voter_cookie, voter_of
+from app.web.match_input import PasteFormDep
 from app.web.voting import VoteRefused, cast_vote
 from app.web.templating import templates
 from app.web.urls import url_for
@@ -144,18 +146,28 @@ def paste_form(request: Request) -> Response:
 
 
 @router.post("/paste")
-async def paste_submit(request: Request, state: StateDep, snapshot: SnapshotDep,
-                       text: Annotated[str, Form()] = "") -> Response:
+async def paste_submit(request: Request, given: PasteFormDep, state: StateDep, snapshot: SnapshotDep) -> Response:
+    """Diagnose the pasted text, or the text read from an uploaded screenshot (shown in the box to correct)."""
     lang = page_lang(request)
-    if not text.strip():
-        return render(request, "paste.html", {"text": "", "result": None,
-                                              "problem": "Paste an error line, a traceback or a log first."}, 422)
-    diagnosis, result = await run_in_threadpool(state.diagnose, snapshot, text, 5, lang, entry_url(request))
+    text, ocr_text = given.text or "", None
+    try:
+        if given.image is not None:
+            diagnosis, result = await run_in_threadpool(state.diagnose_image, snapshot, given.image, 5, lang,
+                                                        entry_url(request))
+            text = ocr_text = result["ocr_text"]
+        elif text.strip():
+            diagnosis, result = await run_in_threadpool(state.diagnose, snapshot, text, 5, lang, entry_url(request))
+        else:
+            return render(request, "paste.html", {"text": "", "result": None,
+                                                  "problem": "Paste an error line, a traceback or a log first."}, 422)
+    except ImageRejected as rejected:
+        return render(request, "paste.html", {"text": text, "result": None, "problem": rejected.message},
+                      rejected.status)
     lines = diagnosis.paste.lines
     for match, raw in zip(result["matches"], diagnosis.matches):
         match["context"] = _context(lines, raw.line_index)
     return render(request, "paste.html", {"text": text, "result": result, "crash": uncovered_crash(result),
-                                          "feedback": state.settings.record_misses})
+                                          "feedback": state.settings.record_misses, "ocr_text": ocr_text})
 
 
 def _context(lines: list[str], index: int | None, around: int = 3) -> list[dict]:

@@ -243,6 +243,18 @@ class MatchResponse(BaseModel):
                                     "variable parts and deepest verl frame); send it with `POST /api/v1/matches/"
                                     "feedback` to say a match is not your error. Null when the paste holds no error.")
     took_ms: float
+    ocr_text: str | None = Field(None, description="For an image: the text read from it, which was matched. "
+                                 "Send it back as `text`, corrected, if a character was misread.")
+    ocr_ms: float | None = Field(None, description="For an image: milliseconds spent reading it.")
+
+
+class MatchForm(BaseModel):
+    """`multipart/form-data` for POST /api/v1/match: a screenshot (or a text part) and the limit."""
+
+    image: bytes | None = Field(None, json_schema_extra={"format": "binary"},
+                                description="A PNG, JPEG or WebP screenshot of the error.")
+    text: str | None = Field(None, description="The paste, when no image is sent.")
+    limit: int = Field(5, ge=1, le=20)
 
 
 FINGERPRINT_PATTERN = r"^[0-9a-f]{16}$"

@@ -17,6 +17,7 @@ from app.findings import Findings
 from app.insights.recorder import Recorder
 from app.lru import LRU
 from app.matcher import Diagnosis, Matcher
+from app.ocr import ImageReader
 from app.ratelimit import RateLimiter
 from app.releases import ReleaseLibrary
 from app.search import index as search_index
@@ -53,6 +54,7 @@ class ServerState:
         self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
         self.findings.warm()  # the pinned release's layout and message templates: the first paste waits for none
         self.recorder = Recorder(engine, enabled=settings.record_misses, retention_days=settings.insights_retention_days)
+        self.images = ImageReader.from_settings(settings)  # the OCR models load on the first image
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -94,6 +96,14 @@ class ServerState:
         data = match_data(diagnosis, snapshot.catalog, stats, lang, url_for, self.findings)
         self.recorder.diagnosed(diagnosis)
         return diagnosis, data
+
+    def diagnose_image(self, snapshot: Snapshot, image: bytes, limit: int, lang: str,
+                       url_for: UrlFor) -> tuple[Diagnosis, dict]:
+        """Read a screenshot and match its text; the answer carries the text read (``ocr_text``) so the user
+        can correct a misread character. Raises ImageRejected. Blocking: run it in a worker thread."""
+        read = self.images.read(image)
+        diagnosis, data = self.diagnose(snapshot, read.text, limit, lang, url_for)
+        return diagnosis, {**data, "ocr_text": read.text, "ocr_ms": round(read.took_ms, 1)}
 
     def reload_if_changed(self) -> bool:
         """Load a newer index if `kb index` swapped one in; return True when a new snapshot is served."""
