@@ -1,6 +1,8 @@
-"""The human-readable diagnosis `kb match` prints in a terminal."""
+"""The human-readable diagnosis `kb match` prints in a terminal (and the API sends with `?format=text`)."""
 
 from __future__ import annotations
+
+import io
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -11,6 +13,15 @@ from app.matcher import CONFIDENT
 from app.views import uncovered_crash
 
 FIXES_SHOWN = 3
+REPORT_WIDTH = 100
+
+
+def report_text(result: dict) -> str:
+    """The report `kb match` prints, as plain text (no colour codes) for `?format=text` on the API."""
+    buffer = io.StringIO()
+    print_diagnosis(Console(file=buffer, width=REPORT_WIDTH, color_system=None, force_terminal=False,
+                            emoji=False, highlight=False), result)
+    return buffer.getvalue()
 
 
 def print_diagnosis(console: Console, result: dict) -> None:

@@ -112,3 +112,19 @@ def test_cors_allowlist(tmp_path, content_dir):
 def test_no_cors_by_default(http):
     response = http.get("/api/v1/errors", headers={"Origin": "https://wiki.example.org"})
     assert "access-control-allow-origin" not in response.headers
+
+
+def test_a_raw_log_body_and_a_text_answer_serve_a_node_with_only_curl(client):
+    log = f"step 1 loss 0.2\n(WorkerDict pid=48211, ip=10.0.3.7) {'ValueError: No available memory for the cache blocks.'}\n"
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", None):  # curl --data-binary's default
+        headers = {"content-type": content_type} if content_type else {}
+        answer = client.post("/api/v1/match?limit=2", content=log.encode(), headers=headers)
+        assert answer.status_code == 200 and answer.json()["matches"][0]["code"] == "ROLL-901", content_type
+        assert len(answer.json()["matches"]) <= 2
+    report = client.post("/api/v1/match?format=text", content=log.encode(), headers={"content-type": "text/plain"})
+    assert report.headers["content-type"].startswith("text/plain")
+    assert "ROLL-901" in report.text and "\x1b[" not in report.text and "matched:" in report.text
+    asked = client.post("/api/v1/match", json={"text": log}, headers={"accept": "text/plain"})
+    assert asked.headers["content-type"].startswith("text/plain") and "ROLL-901" in asked.text
+    assert client.post("/api/v1/match", json={"text": log}, headers={"accept": "*/*"}).json()["matches"]
+    assert client.post("/api/v1/match?limit=99", content=b"x", headers={"content-type": "text/plain"}).status_code == 422

@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.cli_report import report_text
 from app.entries.model import Category
 from app.web import schemas
 from app.web.deps import FiltersDep, SettingsDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
@@ -29,7 +30,9 @@ ERRORS = {status: {"model": schemas.ErrorResponse} for status in (404, 413, 422,
 COMPACT_SEARCH = {200: {"model": schemas.SearchOut | schemas.CompactSearchOut,
                         "description": "The hits; with `compact=1` only code, title and URL of each."}}
 COMPACT_MATCH = {200: {"model": schemas.MatchResponse | schemas.CompactMatchResponse,
-                       "description": "The diagnosis; with `compact=1` trimmed for an LLM's context."}}
+                       "description": "The diagnosis; with `compact=1` trimmed for an LLM's context; with "
+                                      "`format=text` (or `Accept: text/plain`) the report `kb match` prints.",
+                       "content": {"text/plain": {"schema": {"type": "string"}}}}}
 Compact = Annotated[bool, Query(description="Short answer for LLM context windows: no HTML, scores or blocks.")]
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of titles and bodies; falls back to English.")]
 
@@ -110,6 +113,8 @@ def search(request: Request, response: Response, state: StateDep, snapshot: Snap
 MATCH_BODY = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": schemas.MatchIn.model_json_schema()},
     "multipart/form-data": {"schema": schemas.MatchForm.model_json_schema()},
+    "text/plain": {"schema": {"type": "string", "description": "The log itself (`curl --data-binary @train.log`); "
+                                                               "`?limit=` sets how many matches."}},
 }}}
 IMAGE_ERRORS = {status: {"model": schemas.ErrorResponse} for status in (413, 415, 422, 503)}
 
@@ -117,7 +122,9 @@ IMAGE_ERRORS = {status: {"model": schemas.ErrorResponse} for status in (413, 415
 @router.post("/api/v1/match", response_model=None, openapi_extra=MATCH_BODY,
              responses={**ERRORS, **IMAGE_ERRORS, **COMPACT_MATCH}, tags=["match"])
 async def match(request: Request, given: MatchInputDep, state: StateDep, snapshot: SnapshotDep,
-                settings: SettingsDep, lang: Lang = "en", compact: Compact = False):
+                settings: SettingsDep, lang: Lang = "en", compact: Compact = False,
+                format: Annotated[Literal["json", "text"] | None, Query(
+                    description="`text`: the report `kb match` prints, for a terminal")] = None):
     """Diagnose a traceback or log, or a screenshot of one: the root cause first, cascades marked.
 
     Send JSON `{"text", "limit"}`, or `multipart/form-data` with an `image` part (PNG, JPEG, WebP); the text
@@ -132,7 +139,15 @@ async def match(request: Request, given: MatchInputDep, state: StateDep, snapsho
             raise HTTPException(413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log")
         _, data = await run_in_threadpool(state.diagnose, snapshot, given.text, given.limit, lang, url_for)
     headers = {INDEX_HEADER: snapshot.content_hash}
+    if format == "text" or (format is None and _prefers_text(request)):
+        return PlainTextResponse(report_text(data), headers=headers)
     return JSONResponse(compact_match(data) if compact else data, headers=headers)
+
+
+def _prefers_text(request: Request) -> bool:
+    """`Accept: text/plain` without JSON in it (curl's default `*/*` keeps JSON)."""
+    accept = request.headers.get("accept", "")
+    return "text/plain" in accept and "json" not in accept
 
 
 @router.post("/api/v1/errors/{code}/fixes/{fix_id}/votes", response_model=schemas.VoteOut, status_code=201,

@@ -1,4 +1,5 @@
-"""The body of POST /api/v1/match: JSON `{"text", "limit"}`, or `multipart/form-data` with an `image` or `text` part."""
+"""The body of POST /api/v1/match: JSON `{"text", "limit"}`, `multipart/form-data` with an `image` or `text`
+part, or the log itself as a raw body (`curl --data-binary @train.log`, which curl labels as a form)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from app.web.schemas import MatchForm, MatchIn
 
 MULTIPART = "multipart/form-data"
 FORM_FIELDS = ("image", "text", "limit")
+# A node with curl but not this package sends the log as it is: `--data-binary` says
+# application/x-www-form-urlencoded unless told otherwise, and a log is no form.
+RAW_TYPES = ("text/plain", "application/x-www-form-urlencoded", "application/octet-stream", "")
+DEFAULT_LIMIT = 5
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ async def read_match_input(request: Request) -> MatchInput:
     body = await request.body()
     if content_type(request) == MULTIPART:
         return _from_form(parse_form(request.headers.get("content-type", ""), body))
+    if content_type(request) in RAW_TYPES:
+        return MatchInput(body.decode("utf-8", "replace"), None, _query_limit(request))
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):
@@ -44,6 +51,13 @@ async def read_match_input(request: Request) -> MatchInput:
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_url=False)) from None
     return MatchInput(parsed.text, None, parsed.limit)
+
+
+def _query_limit(request: Request) -> int:
+    raw = request.query_params.get("limit", str(DEFAULT_LIMIT))
+    if not raw.isdigit() or not 1 <= int(raw) <= 20:
+        raise HTTPException(422, "limit must be a whole number from 1 to 20")
+    return int(raw)
 
 
 def parse_form(header: str, body: bytes) -> dict[str, bytes]:
