@@ -270,7 +270,6 @@ def votes_report_command(
 
 @votes_cli.command("export")
 def votes_export(
-    csv_format: Annotated[bool, typer.Option("--csv", help="Write CSV (the only format).")] = True,
     output: Annotated[Optional[Path], typer.Option(help="File to write (default: standard output).")] = None,
 ) -> None:
     """Every vote as CSV (no voter ids or addresses)."""

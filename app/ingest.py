@@ -10,8 +10,7 @@ from app.checker import check_content
 from app.entries import Catalog
 from app.search import index as search_index
 from app.settings import Settings
-from app.store.db import make_engine, migrate, session_scope
-from app.store.sync import sync_entries
+from app.store.db import make_engine, migrate
 
 
 class IngestError(Exception):
@@ -44,13 +43,11 @@ def load_checked(settings: Settings) -> Catalog:
 
 
 def ingest(settings: Settings, *, force: bool = False, progress=None) -> IngestReport:
-    """Validate the content, migrate and sync the database, rebuild the index when content changed."""
+    """Validate the content, migrate the database, rebuild the index when content changed."""
     catalog = load_checked(settings)
     engine = make_engine(settings)
     try:
         migrate(engine, settings)
-        with session_scope(engine) as session:
-            sync_entries(session=session, catalog=catalog)
     finally:
         engine.dispose()
     wanted = search_index.build_hash(catalog)

@@ -33,10 +33,3 @@ def _markdown() -> MarkdownIt:
 def to_html(text: str) -> str:
     """Render Markdown to HTML with raw HTML escaped."""
     return _markdown().render(text or "")
-
-
-def pygments_css() -> str:
-    """Return the CSS for highlighted code, light and dark."""
-    light = HtmlFormatter(style="friendly").get_style_defs(".highlight, pre code")
-    dark = HtmlFormatter(style="monokai").get_style_defs(".highlight, pre code")
-    return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"

@@ -177,10 +177,6 @@ class Settings(BaseSettings):
         """The largest request body a paste or a screenshot may need (base64 makes an image 4/3 larger)."""
         return max(self.max_paste_bytes, -(-self.max_image_bytes * 4 // 3))
 
-    @property
-    def index_dir(self) -> Path:
-        return self.data_dir / "index"
-
     def vote_rate(self) -> tuple[int, int]:
         """Return the vote limit as (count, window in seconds)."""
         match = RATE_RE.match(self.vote_rate_limit)

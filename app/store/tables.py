@@ -12,30 +12,6 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class EntryRow(SQLModel, table=True):
-    """An indexed entry: enough to join votes to titles and categories in reports."""
-
-    __tablename__ = "entry"
-
-    code: str = Field(primary_key=True, max_length=16)
-    title: str
-    category: str = Field(index=True, max_length=8)
-    content_hash: str = Field(max_length=64)
-
-
-class FixRow(SQLModel, table=True):
-    """A fix as the current content states it; votes keep their own copy of the fix hash."""
-
-    __tablename__ = "fix"
-
-    entry_code: str = Field(primary_key=True, max_length=16)
-    fix_id: str = Field(primary_key=True, max_length=80)
-    title: str
-    position: int
-    content_hash: str = Field(max_length=16)
-    dead_end: bool = False
-
-
 class VoteBase(SQLModel):
     code: str = Field(max_length=16, index=True)
     fix_id: str = Field(max_length=80)
