@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -144,6 +145,8 @@ def _mcp_session(url: str) -> str:
 
 def load_figures(seconds: int, postgres_url: str | None = None) -> dict:
     """The load table on SQLite (one server) or on PostgreSQL (two servers on one database)."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("the load tables need wrk: apt-get install wrk (Debian's package)")
     with tempfile.TemporaryDirectory() as temp:
         env = {"KB_VOTE_RATE_LIMIT": "1000000/minute", "KB_SECRET_KEY": "b" * 40}
         database = None
