@@ -12,7 +12,6 @@ from sqlmodel import Session
 from app.entries import load_catalog_strict
 from app.findings import Findings
 from app.matcher import CONFIDENT, Matcher
-from app.releases import ReleaseLibrary
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
@@ -38,7 +37,7 @@ class LocalManual:
         self.rebuilt = False
         self.search = self._search()
         self.matcher = Matcher(self.catalog, fulltext=self.search.fulltext if self.search else None)
-        self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
+        self.findings = Findings.from_settings(settings)
 
     def _search(self) -> SearchService | None:
         data_dir = self.settings.data_dir

@@ -12,6 +12,7 @@ from app.findings.versions import FoundVersion, extract_versions
 from app.entries import Catalog
 from app.matcher import CONFIDENT, Diagnosis
 from app.releases import ReleaseFacts, ReleaseLibrary
+from app.settings import Settings
 
 MAX_RAISE_SITES = 10  # a long log can hold many tracebacks; the last ones are the likeliest root causes
 
@@ -22,6 +23,11 @@ class Findings:
     def __init__(self, library: ReleaseLibrary, pinned: str):
         self.library = library
         self.pinned = pinned
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Findings":
+        """The findings of the cached release facts, checked against the pinned release when a paste says none."""
+        return cls(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
 
     def warm(self) -> None:
         """Read what a paste without a verl frame needs: the pinned release's layout and message templates."""
@@ -41,13 +47,13 @@ class Findings:
         if not self.library.releases:
             return findings
         found = extract_versions(paste.text)
-        frames = [frame for block in diagnosis.blocks if block.kind == "traceback"
-                  for frame in verl_frames(root_frames(block, paste.lines))]
-        releases, source = self.releases_for(found, frames)
+        frames = [root_frames(block, paste.lines) if block.kind == "traceback" else [] for block in diagnosis.blocks]
+        releases, source = self.releases_for(found, [frame for each in frames for frame in verl_frames(each)])
         findings += drift_findings(found, releases, source, self.library.releases, _drift_entries(diagnosis, catalog))
         sites = []
         for number in range(len(diagnosis.blocks) - 1, -1, -1):
-            site = raise_site_finding(number, diagnosis.blocks[number], paste.lines, releases, self.library.releases)
+            site = raise_site_finding(number, diagnosis.blocks[number], frames[number], paste.lines, releases,
+                                      self.library.releases)
             if site is not None:
                 site["verl_version_source"] = source
                 sites.append(site)

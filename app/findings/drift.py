@@ -49,21 +49,26 @@ def _admitting(releases: list[ReleaseFacts], package: str, version: Version, pre
 
 
 def _pins(facts: ReleaseFacts, package: str, present: set[str]) -> bool:
-    return any(canonical(requirement.name) == package and str(requirement.specifier)
-               and (not extra or any(name in present for name in EXTRA_IN_USE.get(extra, ())))
-               for requirement, extra in facts.parsed_requirements)
+    return any(True for _ in _ranges(facts, package, present))
 
 
 def _supported(facts: ReleaseFacts, package: str, version: Version, present: set[str]) -> str | None:
     """The first declared range that rules ``version`` out (with the extra it comes from), or None."""
+    for requirement, extra in _ranges(facts, package, present):
+        if not requirement.specifier.contains(version, prereleases=True):
+            return f"{requirement.specifier}" + (f" (extra [{extra}])" if extra else "")
+    return None
+
+
+def _ranges(facts: ReleaseFacts, package: str, present: set[str]):
+    """The release's requirements on ``package`` that carry a range and apply: base ones, and those of an
+    extra whose stack the paste shows."""
     for requirement, extra in facts.parsed_requirements:
         if canonical(requirement.name) != package or not str(requirement.specifier):
             continue
         if extra and not any(name in present for name in EXTRA_IN_USE.get(extra, ())):
             continue
-        if not requirement.specifier.contains(version, prereleases=True):
-            return f"{requirement.specifier}" + (f" (extra [{extra}])" if extra else "")
-    return None
+        yield requirement, extra
 
 
 def _span(releases: list[ReleaseFacts], every_release: list[ReleaseFacts] | None = None) -> str:

@@ -48,11 +48,11 @@ def verl_frames(frames: list[Frame]) -> list[tuple[str, int, str]]:
     return [(frame.verl_path, frame.line, frame.function) for frame in frames if frame.verl_path]
 
 
-def raise_site_finding(block_number: int, block: Block, lines: list[str],
+def raise_site_finding(block_number: int, block: Block, frames: list[Frame], lines: list[str],
                        releases: list[ReleaseFacts], every_release: list[ReleaseFacts] = ()) -> dict | None:
-    """The statement that raised ``block``: looked up in ``releases`` (the user's, as far as known), then in
-    any other release whose function at that line has the printed name (a checkout between releases)."""
-    frames = root_frames(block, lines) if block.kind == "traceback" else []
+    """The statement that raised ``block`` (its ``root_frames``): looked up in ``releases`` (the user's, as
+    far as known), then in any other release whose function at that line has the printed name (a checkout
+    between releases)."""
     if frames and frames[-1].verl_path:
         last = frames[-1]
         others = [facts for facts in reversed(every_release) if facts not in releases]

@@ -29,7 +29,7 @@ KNOWN = ("verl", "vllm", "megatron", "mcore", "sglang", "torch", "transformers",
          "megatron_core", "mbridge", "tensordict", "numpy", "triton", "deepspeed", "peft", "accelerate", "datasets",
          "flashinfer", "xformers", "transformer-engine", "transformer_engine", "vllm-ascend", "torch-npu",
          "torch_npu", "hydra-core", "trl", "liger-kernel", "qwen-vl-utils", "pydantic", "nvidia-nccl-cu12")
-KNOWN_NAMES = {re.sub(r"[-_.]+", "-", name) for name in KNOWN} | {"megatron-core"}
+KNOWN_NAMES = {re.sub(r"[-_.]+", "-", name) for name in KNOWN}
 LISTING_RE = re.compile(rf"^\s*({NAME})\s+{VERSION}(?:\s+\S+){{0,3}}\s*$")
 LISTING_HEADER_RE = re.compile(r"^\s*(?:Package|Name)\s+Version\b", re.I)
 END = r"(?!\w)(?!\.\w)"  # a version ends at a space, a quote or a sentence's full stop

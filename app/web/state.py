@@ -19,7 +19,6 @@ from app.lru import LRU
 from app.matcher import Diagnosis, Matcher
 from app.ocr import ImageReader
 from app.ratelimit import RateLimiter
-from app.releases import ReleaseLibrary
 from app.search import index as search_index
 from app.search.query import SearchService
 from app.settings import Settings
@@ -51,7 +50,7 @@ class ServerState:
         self.error: str | None = None
         self.secret = settings.resolved_secret()
         self.vote_limiter = RateLimiter(*settings.vote_rate())
-        self.findings = Findings(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
+        self.findings = Findings.from_settings(settings)
         self.findings.warm()  # the pinned release's layout and message templates: the first paste waits for none
         self.recorder = Recorder(engine, enabled=settings.record_misses, retention_days=settings.insights_retention_days)
         self.images = ImageReader.from_settings(settings)  # the OCR models load on the first image
