@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, HTTPException, Request, Response
 
 from app.web import schemas
 from app.web.deps import SnapshotDep, StateDep, get_entry_or_404
-from app.web.identity import client_address, csrf_valid, set_voter_cookie, voter_of
+from app.web.identity import client_address, form_voter, set_voter_cookie, voter_of
 from app.web.pages import render
 from app.web.voting import VoteRefused, give_match_feedback
 
@@ -45,9 +45,7 @@ def match_feedback_form(request: Request, state: StateDep, snapshot: SnapshotDep
                         csrf: Annotated[str, Form()] = "") -> Response:
     """The paste page's "This is not my error" button, without JavaScript: a form POST with a CSRF token."""
     entry = get_entry_or_404(snapshot, code)
-    voter, is_new = voter_of(request)
-    if is_new or not csrf_valid(state.secret, voter, csrf):
-        raise HTTPException(403, "the form expired; diagnose the paste again and report it then")
+    voter = form_voter(request, csrf, "the form expired; diagnose the paste again and report it then")
     try:
         with state.session() as session:
             give_match_feedback(state, session, entry, fingerprint, voter=voter, client=client_address(request),

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import secrets
 
-from fastapi import Request, Response
+from fastapi import HTTPException, Request, Response
 
 VOTER_COOKIE = "kb_voter"
 COOKIE_MAX_AGE = 5 * 365 * 24 * 3600
@@ -54,6 +54,14 @@ def csrf_token(secret: str, voter: str) -> str:
 
 def csrf_valid(secret: str, voter: str, token: str | None) -> bool:
     return bool(token) and hmac.compare_digest(token, csrf_token(secret, voter))
+
+
+def form_voter(request: Request, csrf: str, expired: str) -> str:
+    """The voter of a no-JavaScript form POST: a known cookie and its CSRF token, or 403 with ``expired``."""
+    voter, is_new = voter_of(request)
+    if is_new or not csrf_valid(request.app.state.kb.secret, voter, csrf):
+        raise HTTPException(403, expired)
+    return voter
 
 
 def client_address(request: Request) -> str:

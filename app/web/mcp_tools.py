@@ -80,9 +80,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
     @server.tool(description="One entry of the manual with its fixes ordered by how often they worked.")
     def get_error(code: Annotated[str, Field(description="An entry code such as ROLL-001")], lang: str = "en") -> dict:
         kb = state()
-        entry = kb.snapshot.catalog.get(code)
-        if entry is None:
-            raise ValueError(f"no entry with code {code!r}")
+        entry = _entry(kb, code)
         return entry_data(entry, kb.snapshot.catalog, kb.entry_votes(entry.code), "zh" if lang == "zh" else "en", url_for)
 
     @server.tool(description="Record whether a fix worked; one vote per agent session and fix, a second replaces the first.")
@@ -93,9 +91,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
                                        max_length=56)] = "anonymous",
     ) -> dict:
         kb = state()
-        entry = kb.snapshot.catalog.get(code)
-        if entry is None:
-            raise ValueError(f"no entry with code {code!r}")
+        entry = _entry(kb, code)
         with kb.session() as session:
             try:
                 fix = cast_vote(kb, session, entry, fix_id, voter=MCP_VOTER_PREFIX + reporter, client="mcp",
@@ -115,9 +111,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
                                        max_length=56)] = "anonymous",
     ) -> dict:
         kb = state()
-        entry = kb.snapshot.catalog.get(code)
-        if entry is None:
-            raise ValueError(f"no entry with code {code!r}")
+        entry = _entry(kb, code)
         with kb.session() as session:
             try:
                 return give_match_feedback(kb, session, entry, fingerprint, voter=MCP_VOTER_PREFIX + reporter,
@@ -140,3 +134,12 @@ def mount_mcp(app: FastAPI, server: MCPServer, settings: Settings) -> None:
     )
     for route in mcp_app.routes:
         app.router.routes.append(route)
+
+
+def _entry(kb, code: str):
+    """The entry a tool names, or the error the agent sees."""
+    entry = kb.snapshot.catalog.get(code)
+    if entry is None:
+        raise ValueError(f"no entry with code {code!r}")
+    return entry
+

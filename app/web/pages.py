@@ -16,7 +16,7 @@ from app.ocr import ImageRejected
 from app.votes import fix_stats, ranked_fixes
 from app.web.deps import FiltersDep, SnapshotDep, StateDep, entry_url, get_entry_or_404
 from app.web.entry_markdown import entry_markdown
-from app.web.identity import client_address, csrf_token, csrf_valid, set_voter_cookie, voter_of
+from app.web.identity import client_address, csrf_token, form_voter, set_voter_cookie, voter_of
 from app.web.match_input import PasteFormDep
 from app.web.voting import VoteRefused, cast_vote
 from app.web.templating import templates
@@ -183,9 +183,7 @@ def vote_form(request: Request, code: str, fix_id: str, state: StateDep, snapsho
               csrf: Annotated[str, Form()] = "", comment: Annotated[str, Form(max_length=500)] = "") -> Response:
     """The no-JavaScript vote: a form POST with a CSRF token, then back to the entry."""
     entry = get_entry_or_404(snapshot, code)
-    voter, is_new = voter_of(request)
-    if is_new or not csrf_valid(state.secret, voter, csrf):
-        raise HTTPException(403, "the form expired; reload the page and vote again")
+    voter = form_voter(request, csrf, "the form expired; reload the page and vote again")
     try:
         with state.session() as session:
             cast_vote(state, session, entry, fix_id, voter=voter, client=client_address(request),
