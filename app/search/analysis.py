@@ -7,6 +7,7 @@ bigrams need no dictionary, cost nothing at start-up, and find every word a dict
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from whoosh.analysis import Filter, LowercaseFilter, StemFilter, StopFilter, Token, Tokenizer
 
@@ -45,7 +46,8 @@ def _bigrams(run: str):
         yield run[offset : offset + 2], offset
 
 
-def _parts(text: str) -> list[str]:
+@lru_cache(maxsize=1 << 16)  # an index build splits the same identifiers thousands of times
+def _parts(text: str) -> tuple[str, ...]:
     """`actor_rollout_ref.rollout.n` -> itself, every dotted sub-path, each segment and its words."""
     pieces = [text]
     segments = [segment for segment in PATH_SPLIT_RE.split(text) if segment]
@@ -62,7 +64,7 @@ def _parts(text: str) -> list[str]:
             if len(words) > 1 and not chunk.isdigit():
                 pieces.extend(word for word in words if len(word) > 1 or word.isalpha())
     seen: set[str] = set()
-    return [piece for piece in pieces if not (piece.lower() in seen or seen.add(piece.lower()))]
+    return tuple(piece for piece in pieces if not (piece.lower() in seen or seen.add(piece.lower())))
 
 
 def _emit(token: Token, text: str, position: int, start: int, length: int, chars: bool) -> Token:

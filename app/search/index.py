@@ -18,7 +18,7 @@ from app.search.analysis import analyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -35,9 +35,9 @@ def schema() -> Schema:
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
         # code, titles, summaries, tags and aliases: a word here says more than the same word in a body
-        head=TEXT(analyzer=text, field_boost=3.0),
+        head=TEXT(analyzer=text, field_boost=3.0, phrase=False),
         # bodies (English and Chinese), exception, signatures, examples, fixes
-        text=TEXT(analyzer=text),
+        text=TEXT(analyzer=text, phrase=False),
         title=STORED(), title_zh=STORED(), summary=STORED(), summary_zh=STORED(),
         body=STORED(), body_zh=STORED(), error_text=STORED(), fixes=STORED(),
     )
