@@ -1,10 +1,11 @@
-"""Pydantic models of the JSON API: requests, responses and the error shape (OpenAPI is built from them)."""
+"""The answer contract: Pydantic models of every request and answer of the manual (JSON API, MCP, `kb match --json`,
+the templates). OpenAPI is built from them; nothing else defines an answer's shape."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from app.entries.model import Category
 
@@ -105,6 +106,12 @@ class ErrorOut(ErrorSummary):
     hardware: list[str] = Field(description="Accelerators it occurs on (nvidia, ascend, amd); empty: any.")
     models: list[str] = Field(description="Model families it is specific to; empty: any.")
     sources: list[str]
+    _cache_key: tuple = PrivateAttr(default=())
+
+    @property
+    def cache_key(self) -> tuple:
+        """What this answer was built from (code, language, base URL, votes): the key of its renderings."""
+        return self._cache_key
 
 
 class SearchHit(BaseModel):
@@ -117,6 +124,8 @@ class SearchHit(BaseModel):
 
 
 class SearchOut(BaseModel):
+    query: str
+    category: Category | None
     hits: list[SearchHit]
     total: int
     took_ms: float
@@ -127,6 +136,7 @@ class SearchOut(BaseModel):
     fuzzy: bool = Field(description="True when the words matched only with a typo allowance.")
     dropped: list[str] = Field(description="When no entry has all the query's words: those the first hit lacks "
                                "(the hits are the closest entries). Empty when an entry has them all.")
+    limit: int
 
 
 class CompactHit(BaseModel):
@@ -370,6 +380,86 @@ class CompactMatch(BaseModel):
 class CompactMatchResponse(BaseModel):
     """`POST /api/v1/match?compact=1`: the answer trimmed for an LLM's context."""
 
+    ocr_text: str | None = Field(None, description="For an image: the text read from it.")
     matches: list[CompactMatch]
     findings: list[Finding]
 
+
+
+class FixOutcomeOut(BaseModel):
+    """MCP `report_fix_outcome`: the fix with its new counts."""
+
+    code: str
+    fix: FixOut
+    recorded: bool
+
+
+# What the pages show beyond the JSON answers: built from the same models.
+
+class CategoryOut(BaseModel):
+    category: Category
+    name: str
+    count: int
+
+
+class BrowseRow(ErrorSummary):
+    votes: int = Field(description="Votes on all fixes of the entry.")
+
+
+class BrowseGroup(BaseModel):
+    category: Category
+    name: str
+    errors: list[BrowseRow]
+
+
+class BrowseOut(BaseModel):
+    """The browse page: the entries the filters select, grouped by category, with each filter's counts."""
+
+    groups: list[BrowseGroup]
+    errors: list[BrowseRow]
+    total: int
+    category: Category | None
+    filters: dict[str, str | None]
+    facets: dict[str, list[FacetValue]]
+    sort: Literal["code", "votes"]
+
+    def as_list(self) -> ErrorList:
+        """`GET /api/v1/errors`: the same entries without the page's vote totals."""
+        fields = set(ErrorSummary.model_fields)
+        errors = [ErrorSummary(**row.model_dump(include=fields)) for row in self.errors]
+        return ErrorList(errors=errors, total=len(errors), facets=self.facets)
+
+
+class MostVotedFix(BaseModel):
+    code: str
+    fix_id: str
+    title: str
+    entry_title: str
+    votes_up: int
+    total: int
+
+
+class HomeOut(BaseModel):
+    categories: list[CategoryOut]
+    most_voted: list[MostVotedFix]
+    total: int
+
+
+class ContextLine(BaseModel):
+    text: str
+    hit: bool
+
+
+class PasteMatch(MatchOut):
+    context: list[ContextLine] = Field(description="The matched line with the lines around it.")
+
+
+class PasteAnswer(MatchResponse):
+    """The paste page: the match answer with each matched line in its context."""
+
+    matches: list[PasteMatch]
+
+
+def dump(answer: BaseModel) -> dict:
+    """The JSON of an answer: fields never given (an image's `ocr_text` on a text paste) are left out."""
+    return answer.model_dump(mode="json", exclude_unset=True)
