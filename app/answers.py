@@ -10,16 +10,22 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from app.entries.model import Category
 
 
-class ErrorDetail(BaseModel):
+class Answer(BaseModel):
+    """An answer's model: a key it does not declare is an error (in OpenAPI: additionalProperties false)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(Answer):
     code: str = Field(examples=["not_found"])
     message: str = Field(examples=["no entry with code 'CFG-999'"])
 
 
-class ErrorResponse(BaseModel):
+class ErrorResponse(Answer):
     error: ErrorDetail
 
 
-class FixOut(BaseModel):
+class FixOut(Answer):
     id: str
     title: str
     body: str
@@ -37,7 +43,7 @@ class FixOut(BaseModel):
     content_hash: str
 
 
-class CommentOut(BaseModel):
+class CommentOut(Answer):
     worked: bool
     comment: str = Field(description="Plain text as the voter wrote it; render it escaped.")
     at: str | None
@@ -49,13 +55,13 @@ class EntryFixOut(FixOut):
         description="field (verl_version, vllm_version, sglang_version, backend, gpu) -> value -> {up, down}.")
 
 
-class LinkOut(BaseModel):
+class LinkOut(Answer):
     code: str
     title: str
     url: str
 
 
-class ErrorSummary(BaseModel):
+class ErrorSummary(Answer):
     code: str = Field(examples=["ROLL-001"])
     title: str
     category: Category
@@ -64,21 +70,21 @@ class ErrorSummary(BaseModel):
     url: str
 
 
-class FacetValue(BaseModel):
+class FacetValue(Answer):
     value: str
     count: int = Field(description="Entries with this value among those the other filters select.")
     selected: bool
     name: str | None = Field(None, description="The category's name (category facet only).")
 
 
-class ErrorList(BaseModel):
+class ErrorList(Answer):
     errors: list[ErrorSummary]
     total: int
     facets: dict[str, list[FacetValue]] = Field(
         description="category, backend, engine, hardware, model, verl -> values with counts.")
 
 
-class ReviewOut(BaseModel):
+class ReviewOut(Answer):
     release: str
     date: str
     result: Literal["confirmed", "corrected"]
@@ -114,7 +120,7 @@ class ErrorOut(ErrorSummary):
         return self._cache_key
 
 
-class SearchHit(BaseModel):
+class SearchHit(Answer):
     code: str
     title: str
     category: Category
@@ -123,7 +129,7 @@ class SearchHit(BaseModel):
     url: str
 
 
-class SearchOut(BaseModel):
+class SearchOut(Answer):
     query: str
     category: Category | None
     hits: list[SearchHit]
@@ -139,13 +145,13 @@ class SearchOut(BaseModel):
     limit: int
 
 
-class CompactHit(BaseModel):
+class CompactHit(Answer):
     code: str
     title: str
     url: str
 
 
-class CompactSearchOut(BaseModel):
+class CompactSearchOut(Answer):
     """`GET /api/v1/search?compact=1`: the hits without snippets, scores or facets."""
 
     hits: list[CompactHit]
@@ -162,7 +168,7 @@ class MatchIn(BaseModel):
     limit: int = Field(5, ge=1, le=20)
 
 
-class MatchOut(BaseModel):
+class MatchOut(Answer):
     code: str
     title: str
     category: Category
@@ -179,7 +185,7 @@ class MatchOut(BaseModel):
     fixes: list[FixOut]
 
 
-class BlockOut(BaseModel):
+class BlockOut(Answer):
     kind: Literal["traceback", "error"]
     exception_line: str
     first_line: int
@@ -192,17 +198,17 @@ class BlockOut(BaseModel):
     truncated: bool = Field(description="A traceback cut before its final exception line.")
 
 
-class EnvironmentOut(BaseModel):
+class EnvironmentOut(Answer):
     versions: dict[str, str]
     gpu: str | None
 
 
-class Evidence(BaseModel):
+class Evidence(Answer):
     line: int = Field(description="1-based line of the paste (prefixes such as Ray's removed).")
     text: str
 
 
-class VersionDriftOut(BaseModel):
+class VersionDriftOut(Answer):
     kind: Literal["version_drift"]
     package: str
     found: str = Field(description="The version the paste shows.")
@@ -217,7 +223,7 @@ class VersionDriftOut(BaseModel):
     evidence: Evidence
 
 
-class RaiseSiteOut(BaseModel):
+class RaiseSiteOut(Answer):
     kind: Literal["raise_site"]
     verl_version: str
     verl_version_source: Literal["paste", "traceback", "pinned"]
@@ -232,7 +238,7 @@ class RaiseSiteOut(BaseModel):
         description="`frame`: the traceback's deepest frame is this line; `message`: the message fits the statement's text.")
 
 
-class TruncatedOut(BaseModel):
+class TruncatedOut(Answer):
     kind: Literal["truncated"]
     block: int
     wrapped_type: str | None = Field(description="The inner error a Ray wrapper names, e.g. OutOfMemoryError.")
@@ -242,7 +248,7 @@ class TruncatedOut(BaseModel):
 Finding = Annotated[Union[VersionDriftOut, RaiseSiteOut, TruncatedOut], Field(discriminator="kind")]
 
 
-class MatchResponse(BaseModel):
+class MatchResponse(Answer):
     matches: list[MatchOut]
     blocks: list[BlockOut]
     environment: EnvironmentOut
@@ -279,14 +285,14 @@ class FeedbackIn(BaseModel):
     right: bool = Field(description="false: this is not my error; true: it was.")
 
 
-class FeedbackOut(BaseModel):
+class FeedbackOut(Answer):
     code: str
     fingerprint: str
     right: bool
     recorded: bool
 
 
-class MissOut(BaseModel):
+class MissOut(Answer):
     fingerprint: str
     exception: str
     template: str = Field(description="The message with numbers, paths, ids, addresses, names and quoted values "
@@ -300,7 +306,7 @@ class MissOut(BaseModel):
     command: str = Field(description="The command that starts an entry for it.")
 
 
-class SearchMissOut(BaseModel):
+class SearchMissOut(Answer):
     query: str
     kind: Literal["empty", "unopened"] = Field(description="Found nothing, or found results nobody opened.")
     count: int
@@ -308,7 +314,7 @@ class SearchMissOut(BaseModel):
     opened: int
 
 
-class WrongAnswerOut(BaseModel):
+class WrongAnswerOut(Answer):
     code: str
     title: str | None
     fingerprint: str
@@ -318,7 +324,7 @@ class WrongAnswerOut(BaseModel):
     template: str | None
 
 
-class FailingFixOut(BaseModel):
+class FailingFixOut(Answer):
     code: str
     fix_id: str
     title: str
@@ -326,7 +332,7 @@ class FailingFixOut(BaseModel):
     votes_down: int
 
 
-class InsightsOut(BaseModel):
+class InsightsOut(Answer):
     misses: list[MissOut]
     searches: list[SearchMissOut]
     wrong_answers: list[WrongAnswerOut]
@@ -345,13 +351,13 @@ class VoteIn(BaseModel):
     gpu: str | None = Field(None, max_length=60)
 
 
-class VoteOut(BaseModel):
+class VoteOut(Answer):
     code: str
     fix: FixOut
     your_vote: bool
 
 
-class Health(BaseModel):
+class Health(Answer):
     status: Literal["ok", "starting"]
     entries: int
     index: str | None
@@ -359,14 +365,14 @@ class Health(BaseModel):
     detail: str | None = None
 
 
-class CompactFix(BaseModel):
+class CompactFix(Answer):
     id: str
     title: str
     body: str
     success_rate: float | None
 
 
-class CompactMatch(BaseModel):
+class CompactMatch(Answer):
     code: str
     title: str
     confidence: Literal["high", "medium", "low"]
@@ -377,7 +383,7 @@ class CompactMatch(BaseModel):
     fixes: list[CompactFix] = Field(description="The first two fixes that are no dead end.")
 
 
-class CompactMatchResponse(BaseModel):
+class CompactMatchResponse(Answer):
     """`POST /api/v1/match?compact=1`: the answer trimmed for an LLM's context."""
 
     ocr_text: str | None = Field(None, description="For an image: the text read from it.")
@@ -386,7 +392,7 @@ class CompactMatchResponse(BaseModel):
 
 
 
-class FixOutcomeOut(BaseModel):
+class FixOutcomeOut(Answer):
     """MCP `report_fix_outcome`: the fix with its new counts."""
 
     code: str
@@ -394,9 +400,23 @@ class FixOutcomeOut(BaseModel):
     recorded: bool
 
 
+class OEmbedOut(Answer):
+    """oEmbed 1.0 `rich` answer for an entry page: an iframe of its card."""
+
+    type: Literal["rich"]
+    version: Literal["1.0"]
+    title: str
+    provider_name: str
+    provider_url: str
+    html: str
+    width: int
+    height: int
+    cache_age: int
+
+
 # What the pages show beyond the JSON answers: built from the same models.
 
-class CategoryOut(BaseModel):
+class CategoryOut(Answer):
     category: Category
     name: str
     count: int
@@ -406,13 +426,13 @@ class BrowseRow(ErrorSummary):
     votes: int = Field(description="Votes on all fixes of the entry.")
 
 
-class BrowseGroup(BaseModel):
+class BrowseGroup(Answer):
     category: Category
     name: str
     errors: list[BrowseRow]
 
 
-class BrowseOut(BaseModel):
+class BrowseOut(Answer):
     """The browse page: the entries the filters select, grouped by category, with each filter's counts."""
 
     groups: list[BrowseGroup]
@@ -430,7 +450,7 @@ class BrowseOut(BaseModel):
         return ErrorList(errors=errors, total=len(errors), facets=self.facets)
 
 
-class MostVotedFix(BaseModel):
+class MostVotedFix(Answer):
     code: str
     fix_id: str
     title: str
@@ -439,13 +459,13 @@ class MostVotedFix(BaseModel):
     total: int
 
 
-class HomeOut(BaseModel):
+class HomeOut(Answer):
     categories: list[CategoryOut]
     most_voted: list[MostVotedFix]
     total: int
 
 
-class ContextLine(BaseModel):
+class ContextLine(Answer):
     text: str
     hit: bool
 
