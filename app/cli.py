@@ -134,7 +134,7 @@ def match(
         err.print(f"kb match: internal error: {type(exc).__name__}: {exc}", markup=False)
         raise typer.Exit(3)
     if manual.rebuilt:
-        err.print("kb match: the search index was missing or older than the entries; rebuilt it", markup=False)
+        err.print("kb match: the search index was missing, damaged or older than the entries; rebuilt it", markup=False)
     if manual.notice:
         err.print(f"kb match: {manual.notice}", markup=False)
     try:

@@ -93,17 +93,20 @@ class Manual:
         built from an older copy names entries that are gone, and none at all loses the suggestions.
         Raises ContentError (content that does not load) and FileNotFoundError (no index, not ``fresh``).
         """
-        notice, rebuilt, catalog = None, False, None
+        notice, rebuilt, catalog, generation = None, False, None, None
         if fresh:
             catalog = load_catalog_strict(settings.content_dir)
             if search_index.current_hash(settings.data_dir) != search_index.build_hash(catalog):
                 notice, rebuilt = _rebuild(settings)
-        index = None
+            if notice is None:
+                generation = _open_or_none(settings)
+                if generation is None and not rebuilt:  # a damaged build: built anew, like a stale one
+                    notice, rebuilt = _rebuild(settings, force=True)
         if notice is None:
-            generation = search_index.open_generation(settings.data_dir)
+            generation = generation or search_index.open_generation(settings.data_dir)
             if catalog is None or generation.content_hash != search_index.build_hash(catalog):
                 catalog = load_catalog_strict(generation.content_dir)
-            index = SearchService(generation, cache_size=settings.search_cache_size)
+        index = SearchService(generation, cache_size=settings.search_cache_size) if notice is None else None
         content_hash = index.content_hash if index else search_index.build_hash(catalog)
         return cls(resources or Resources.for_command(settings), catalog, index, content_hash,
                    notice=notice, rebuilt=rebuilt)
@@ -255,13 +258,21 @@ class Manual:
         return any(match.confidence in CONFIDENT for match in answer.matches)
 
 
-def _rebuild(settings: Settings) -> tuple[str | None, bool]:
+def _open_or_none(settings: Settings):
+    """The served build, or None when it cannot be read (a file of it missing or damaged)."""
+    try:
+        return search_index.open_generation(settings.data_dir)
+    except Exception:  # whatever a damaged build raises (Whoosh, JSON, OS errors): it is rebuilt
+        return None
+
+
+def _rebuild(settings: Settings, *, force: bool = False) -> tuple[str | None, bool]:
     """Rebuild the index as `kb index` would; return (what is lost when that fails, whether it was rebuilt)."""
     from app.ingest import IngestError, ingest
 
     try:
-        ingest(settings)
+        ingest(settings, force=force)
     except (IngestError, OSError, SQLAlchemyError) as exc:
-        return (f"full-text suggestions are unavailable: the search index in {settings.data_dir} is missing or "
+        return (f"full-text suggestions are unavailable: the search index in {settings.data_dir} is missing, damaged or "
                 f"older than the entries, and rebuilding it failed ({str(exc).splitlines()[-1]}); run `kb index`"), False
     return None, True
