@@ -17,7 +17,7 @@ from app import answers as schemas
 from app.answers import dump
 from app.cli_report import report_text
 from app.entries.model import Category
-from app.views import compact_match, compact_search
+from app.views import compact_match, compact_search, entry_url
 from app.web.deps import FiltersDep, ManualDep, SettingsDep, StateDep, base_url
 from app.web.identity import client_address, set_voter_cookie, voter_of
 from app.web.match_input import MatchInputDep
@@ -167,5 +167,5 @@ def llms_txt(request: Request, manual: ManualDep) -> str:
         f"- MCP (streamable HTTP): {base}/mcp", "", "## Entries", "",
     ]
     for entry in manual.catalog:
-        lines.append(f"- [{entry.code}: {entry.meta.title}]({base}/errors/{entry.code}.md): {entry.meta.summary}")
+        lines.append(f"- [{entry.code}: {entry.meta.title}]({entry_url(base, entry.code)}.md): {entry.meta.summary}")
     return "\n".join(lines) + "\n"

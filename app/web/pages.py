@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from urllib.parse import quote
 from collections.abc import Callable
 from typing import Annotated
 
@@ -13,12 +14,11 @@ from starlette.concurrency import run_in_threadpool
 from app.entries.model import Category
 from app.manual import Manual
 from app.ocr import ImageRejected
-from app.views import uncovered_crash
+from app.views import entry_url, uncovered_crash
 from app.web.deps import FiltersDep, ManualDep, base_url
 from app.web.identity import client_address, csrf_token, form_voter, set_voter_cookie, voter_of
 from app.web.match_input import PasteFormDep
 from app.web.templating import templates
-from app.web.urls import url_for
 
 router = APIRouter(include_in_schema=False)
 LANG_COOKIE = "kb_lang"
@@ -103,7 +103,7 @@ def entry_markdown_page(code: str, manual: ManualDep, request: Request) -> Plain
 def entry_page(request: Request, code: str, manual: ManualDep) -> Response:
     entry = manual.entry(code, lang=page_lang(request), base=base_url(request))
     if code != entry.code:
-        return RedirectResponse(url_for(request, "entry_page", code=entry.code), status_code=301)
+        return RedirectResponse(entry.url, status_code=301)
     voted = request.query_params.get("voted")
     if request.query_params.get("sq"):  # opened from the search page's results (see _results.html)
         manual.opened(request.query_params["sq"])
@@ -146,5 +146,5 @@ def vote_form(request: Request, code: str, fix_id: str, manual: ManualDep,
     voter = form_voter(request, csrf, "the form expired; reload the page and vote again")
     manual.vote(code, fix_id, voter=voter, client=client_address(request), worked=worked == "yes",
                 comment=comment.strip() or None)
-    target = str(url_for(request, "entry_page", code=code).include_query_params(voted=fix_id)) + f"#fix-{fix_id}"
+    target = f"{entry_url(base_url(request), manual.get(code).code)}?voted={quote(fix_id)}#fix-{fix_id}"
     return RedirectResponse(target, status_code=303)
