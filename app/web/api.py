@@ -13,7 +13,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from app import answers as schemas
+from app import answers
 from app.answers import dump
 from app.cli_report import report_text
 from app.entries.model import Category
@@ -25,11 +25,11 @@ from app.web.match_input import MatchInputDep
 router = APIRouter()
 HEALTH_DATABASE_BUDGET_S = 1.0
 INDEX_HEADER = "X-KB-Index"  # which index generation answered: every answer comes from exactly one
-ERRORS = {status: {"model": schemas.ErrorResponse} for status in (404, 413, 422, 429, 503)}
+ERRORS = {status: {"model": answers.ErrorResponse} for status in (404, 413, 422, 429, 503)}
 # `compact=1` answers a trimmed shape: documented as one of the two, so the contract holds for both
-COMPACT_SEARCH = {200: {"model": schemas.SearchOut | schemas.CompactSearchOut,
+COMPACT_SEARCH = {200: {"model": answers.SearchOut | answers.CompactSearchOut,
                         "description": "The hits; with `compact=1` only code, title and URL of each."}}
-COMPACT_MATCH = {200: {"model": schemas.MatchResponse | schemas.CompactMatchResponse,
+COMPACT_MATCH = {200: {"model": answers.MatchResponse | answers.CompactMatchResponse,
                        "description": "The diagnosis; with `compact=1` trimmed for an LLM's context; with "
                                       "`format=text` (or `Accept: text/plain`) the report `kb match` prints.",
                        "content": {"text/plain": {"schema": {"type": "string"}}}}}
@@ -37,13 +37,13 @@ Compact = Annotated[bool, Query(description="Short answer for LLM context window
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of titles and bodies; falls back to English.")]
 
 
-@router.get("/healthz", response_model=schemas.Health, responses={503: {"model": schemas.Health}}, tags=["health"])
+@router.get("/healthz", response_model=answers.Health, responses={503: {"model": answers.Health}}, tags=["health"])
 async def healthz(state: StateDep) -> JSONResponse:
     """200 when the database and the search index are ready, 503 with the reason otherwise; within a second."""
     manual = state.manual
     database, stalled = await _database_within(state, HEALTH_DATABASE_BUDGET_S)
     ready = manual is not None and database and state.error is None
-    body = schemas.Health(
+    body = answers.Health(
         status="ok" if ready else "starting", entries=len(manual.catalog) if manual else 0,
         index=manual.content_hash[:14] if manual else None, database=database, detail=state.error or stalled,
     )
@@ -58,7 +58,7 @@ async def _database_within(state, seconds: float) -> tuple[bool, str | None]:
     return False, f"the database did not answer within {seconds:g} s"
 
 
-def _cached_json(request: Request, data: schemas.BaseModel | bytes, max_age: int = 60) -> Response:
+def _cached_json(request: Request, data: answers.BaseModel | bytes, max_age: int = 60) -> Response:
     """JSON (an answer, or its encoded body) with an ETag; a matching If-None-Match gets 304."""
     body = data if isinstance(data, bytes) else _encode(data)
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
@@ -68,18 +68,18 @@ def _cached_json(request: Request, data: schemas.BaseModel | bytes, max_age: int
     return Response(body, media_type="application/json", headers=headers)
 
 
-def _encode(answer: schemas.BaseModel) -> bytes:
+def _encode(answer: answers.BaseModel) -> bytes:
     return json.dumps(dump(answer), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-@router.get("/api/v1/errors", response_model=schemas.ErrorList, responses=ERRORS, tags=["errors"])
+@router.get("/api/v1/errors", response_model=answers.ErrorList, responses=ERRORS, tags=["errors"])
 def list_errors(request: Request, manual: ManualDep, filters: FiltersDep, lang: Lang = "en") -> Response:
     """Every entry (or those matching the filters), in code order, with each filter's values and counts."""
     answer = manual.browse(filters=filters, lang=lang, base=base_url(request))
     return _cached_json(request, answer.as_list())
 
 
-@router.get("/api/v1/errors/{code}", response_model=schemas.ErrorOut, responses=ERRORS, tags=["errors"])
+@router.get("/api/v1/errors/{code}", response_model=answers.ErrorOut, responses=ERRORS, tags=["errors"])
 def get_error(request: Request, code: str, manual: ManualDep, lang: Lang = "en") -> Response:
     """One entry with its fixes ordered by how often they worked."""
     answer = manual.entry(code, lang=lang, base=base_url(request))
@@ -99,12 +99,12 @@ def search(request: Request, manual: ManualDep,
 
 
 MATCH_BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": schemas.MatchIn.model_json_schema()},
-    "multipart/form-data": {"schema": schemas.MatchForm.model_json_schema()},
+    "application/json": {"schema": answers.MatchIn.model_json_schema()},
+    "multipart/form-data": {"schema": answers.MatchForm.model_json_schema()},
     "text/plain": {"schema": {"type": "string", "description": "The log itself (`curl --data-binary @train.log`); "
                                                                "`?limit=` sets how many matches."}},
 }}}
-IMAGE_ERRORS = {status: {"model": schemas.ErrorResponse} for status in (413, 415, 422, 503)}
+IMAGE_ERRORS = {status: {"model": answers.ErrorResponse} for status in (413, 415, 422, 503)}
 
 
 @router.post("/api/v1/match", response_model=None, openapi_extra=MATCH_BODY,
@@ -138,10 +138,10 @@ def _prefers_text(request: Request) -> bool:
     return "text/plain" in accept and "json" not in accept
 
 
-@router.post("/api/v1/errors/{code}/fixes/{fix_id}/votes", response_model=schemas.VoteOut, status_code=201,
-             responses={**ERRORS, 415: {"model": schemas.ErrorResponse}}, tags=["votes"])
-def vote(request: Request, response: Response, code: str, fix_id: str, body: schemas.VoteIn,
-         manual: ManualDep) -> schemas.VoteOut:
+@router.post("/api/v1/errors/{code}/fixes/{fix_id}/votes", response_model=answers.VoteOut, status_code=201,
+             responses={**ERRORS, 415: {"model": answers.ErrorResponse}}, tags=["votes"])
+def vote(request: Request, response: Response, code: str, fix_id: str, body: answers.VoteIn,
+         manual: ManualDep) -> answers.VoteOut:
     """Say whether a fix worked; voting again replaces your earlier vote."""
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise HTTPException(415, "votes are accepted as application/json only")

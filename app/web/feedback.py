@@ -6,19 +6,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request, Response
 
-from app import answers as schemas
+from app import answers
 from app.web.deps import ManualDep
 from app.web.identity import client_address, form_voter, set_voter_cookie, voter_of
 from app.web.pages import render
 
 router = APIRouter()
-ERRORS = {status: {"model": schemas.ErrorResponse} for status in (404, 413, 415, 422, 429, 503)}
+ERRORS = {status: {"model": answers.ErrorResponse} for status in (404, 413, 415, 422, 429, 503)}
 
 
-@router.post("/api/v1/matches/feedback", response_model=schemas.FeedbackOut, status_code=201, responses=ERRORS,
+@router.post("/api/v1/matches/feedback", response_model=answers.FeedbackOut, status_code=201, responses=ERRORS,
              tags=["match"])
-def match_feedback(request: Request, response: Response, body: schemas.FeedbackIn,
-                   manual: ManualDep) -> schemas.FeedbackOut:
+def match_feedback(request: Request, response: Response, body: answers.FeedbackIn,
+                   manual: ManualDep) -> answers.FeedbackOut:
     """Say whether a match was your error (`right: false`: it was not); saying it again replaces your word.
     Counted like votes: one per voter, entry and fingerprint, under the same rate limit."""
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
@@ -34,7 +34,7 @@ def match_feedback(request: Request, response: Response, body: schemas.FeedbackI
 @router.post("/matches/feedback", name="match_feedback_form", include_in_schema=False)
 def match_feedback_form(request: Request, manual: ManualDep,
                         code: Annotated[str, Form(max_length=16)],
-                        fingerprint: Annotated[str, Form(pattern=schemas.FINGERPRINT_PATTERN)],
+                        fingerprint: Annotated[str, Form(pattern=answers.FINGERPRINT_PATTERN)],
                         csrf: Annotated[str, Form()] = "") -> Response:
     """The paste page's "This is not my error" button, without JavaScript: a form POST with a CSRF token."""
     manual.get(code)

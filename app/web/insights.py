@@ -7,7 +7,7 @@ import hmac
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 
-from app import answers as schemas
+from app import answers
 from app.answers import dump
 from app.web.deps import ManualDep, SettingsDep
 from app.web.pages import render
@@ -29,8 +29,8 @@ def _require_token(request: Request, expected: str, *, query_allowed: bool) -> N
                             headers={"WWW-Authenticate": "Bearer"})
 
 
-@router.get("/api/v1/insights", response_model=schemas.InsightsOut, tags=["insights"],
-            responses={status: {"model": schemas.ErrorResponse} for status in (401, 404, 503)})
+@router.get("/api/v1/insights", response_model=answers.InsightsOut, tags=["insights"],
+            responses={status: {"model": answers.ErrorResponse} for status in (401, 404, 503)})
 def insights_api(request: Request, manual: ManualDep, settings: SettingsDep) -> Response:
     """For maintainers: errors the manual missed, searches that found nothing or were not opened, matches
     users said were wrong, fixes that fail more than they work; each sorted by how many people it hit."""

@@ -23,7 +23,7 @@ MCP_VOTER_PREFIX = "mcp:"
 
 
 def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
-    """Create the MCP server whose tools read the app's current snapshot and database."""
+    """Create the MCP server whose tools ask the Manual being served."""
     server = MCPServer(
         name="verl-error-manual", version="1.0",
         instructions="Diagnose verl (LLM RL post-training) failures: call diagnose_log with a traceback or log, "
