@@ -8,9 +8,10 @@ limits, screenshot reader). The server swaps in a whole new ``Manual`` when `kb 
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from sqlalchemy.engine import Engine
@@ -25,17 +26,19 @@ from app.insights.recorder import Recorder
 from app.insights.report import TOP as INSIGHTS_TOP, insights_data
 from app.lru import LRU
 from app.matcher import CONFIDENT, Matcher
+from app.matcher.normalise import normalise
 from app.ocr import ImageReader
 from app.search import index as search_index
-from app.search.query import SearchService
+from app.search.query import Hit, SearchResult, SearchService
 from app.settings import Settings
 from app.store.db import make_engine
 from app.views import (
-    browse_answer, categories_answer, entry_answer, home_answer, match_answer, search_answer,
+    browse_answer, categories_answer, entry_answer, home_answer, match_answer, pick, search_answer,
 )
 from app.votes import EntryVotes, entry_votes, fix_stats, ranked_fixes
 from app.voting import Ballot, Refused
 
+MAX_ERROR_QUERY = 2000  # longer text is a paste, not a search: the paste page answers it
 PAGE_CACHE_SIZE = 1024  # rendered pages, entry answers and their JSON kept per generation (about 20 KB each)
 __all__ = ["Manual", "Refused", "Resources"]
 
@@ -186,9 +189,38 @@ class Manual:
         if self.index is None:
             raise Refused(503, self.notice or "the search index is not loaded")
         result = self.index.search(query, category=category, lang=lang, limit=limit, page=page)
+        if page == 1:
+            result = self._error_lines_first(query, result, category=category, lang=lang, limit=limit)
         if record is not None and page == 1 and self.recorder is not None:
             self.recorder.searched(query, result.total, on_page=record == "page")
         return search_answer(result, self._base(base), query=query, category=category, page=page, limit=limit)
+
+    def _error_lines_first(self, query: str, result: SearchResult, *, category: str | None, lang: str,
+                           limit: int) -> SearchResult:
+        """A query that is an error line an entry's signature recognises leads with that entry.
+
+        Word ranking cannot tell `No module named 'verl'` (ENV-020) from the dozens of entries that also say
+        "module" and "verl"; the signature can. Only confident matches lead, and only when a signature fires at
+        all, so plain word queries cost one RE2 set pass over the query and keep their ranking.
+        """
+        if len(query) > MAX_ERROR_QUERY or not self.matcher.signatures.hits(normalise(query).searchable):
+            return result
+        codes = [match.code for match in self.matcher.diagnose(query, 3).matches
+                 if match.confidence in CONFIDENT and (category is None or self.catalog.get(match.code).category == category)]
+        if not codes:
+            return result
+        found = {hit.code: hit for hit in result.hits}
+        top = result.hits[0].score if result.hits else 1.0
+        leading = [found.get(code) or self._hit(code, lang, score=top) for code in codes]
+        rest = [hit for hit in result.hits if hit.code not in codes]
+        hits = (leading + rest)[:limit]
+        return replace(result, hits=hits, total=max(result.total, len(hits)), dropped=[])
+
+    def _hit(self, code: str, lang: str, *, score: float) -> Hit:
+        entry = self.get(code)
+        summary = pick(entry.meta.summary, entry.meta.summary_zh, lang)
+        return Hit(code=code, title=pick(entry.meta.title, entry.meta.title_zh, lang), category=entry.category,
+                   snippet=html.escape(summary), score=score)
 
     def opened(self, query: str) -> None:
         """A result of the search ``query`` was opened (the insights count searches nobody opened)."""
