@@ -110,36 +110,43 @@ def match(
     server: Annotated[Optional[str], typer.Option(
         help="Ask the manual running at this URL instead of this checkout (default KB_SERVER).")] = None,
 ) -> None:
-    """Diagnose a traceback or log. Exit 0: confident match; 1: none; 2: bad usage or input; 3: internal error
-    (or, with --server, a server that cannot be reached or fails)."""
+    """Diagnose a traceback or log.
+
+    Exit codes: 0 a confident (high or medium) match; 1 no confident match; 2 bad input (empty, unreadable,
+    too large, or refused by the server); 3 the manual could not answer (an internal error, entries that do not
+    load, or, with --server, a server that cannot be reached or fails)."""
     import json
 
-    from app.diagnose import LocalManual
+    from app.answers import dump
     from app.entries import ContentError
+    from app.manual import Manual
     from app.remote import RemoteError, RemoteManual
 
     settings = _settings()
     data = _read_source(source, settings.max_paste_bytes)
     server = server if server is not None else settings.server
     try:
-        manual = RemoteManual(server) if server else LocalManual(settings)
+        manual = RemoteManual(server) if server else Manual.open(settings, fresh=True)
     except ContentError as exc:
-        err.print(f"kb match: the content has problems; run `kb check`\n{exc}", markup=False)
-        raise typer.Exit(2)
-    if manual.rebuilt:
-        err.print("kb match: the search index was missing or older than the entries; rebuilt it", markup=False)
-    if manual.notice:
-        err.print(f"kb match: {manual.notice}", markup=False)
-    try:
-        result = manual.match(data, limit)
-    except RemoteError as exc:
-        err.print(f"kb match: {exc}", markup=False)
-        raise typer.Exit(exc.exit_code)
+        err.print(f"kb match: the entries do not load; run `kb check`\n{exc}", markup=False)
+        raise typer.Exit(3)
     except Exception as exc:  # exit 1 means "no confident match": a crash must not look like one
         err.print(f"kb match: internal error: {type(exc).__name__}: {exc}", markup=False)
         raise typer.Exit(3)
+    if manual.rebuilt:
+        err.print("kb match: the search index was missing, damaged or older than the entries; rebuilt it", markup=False)
+    if manual.notice:
+        err.print(f"kb match: {manual.notice}", markup=False)
+    try:
+        result = manual.match(data, limit=limit)
+    except RemoteError as exc:
+        err.print(f"kb match: {exc}", markup=False)
+        raise typer.Exit(exc.exit_code)
+    except Exception as exc:
+        err.print(f"kb match: internal error: {type(exc).__name__}: {exc}", markup=False)
+        raise typer.Exit(3)
     if as_json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(json.dumps(dump(result), ensure_ascii=False, indent=2))
     else:
         from app.cli_report import print_diagnosis
 
@@ -174,13 +181,14 @@ def eval_(
     """Top-1 / top-3 accuracy and clean negatives over a folder of labelled pastes."""
     import json
 
-    from app.diagnose import LocalManual, evaluate
+    from app.diagnose import evaluate
+    from app.manual import Manual
 
     if not folder.is_dir():
         err.print(f"kb eval: {folder} is not a folder", markup=False)
         raise typer.Exit(2)
     try:
-        report = evaluate(LocalManual(_settings()), folder)
+        report = evaluate(Manual.open(_settings(), fresh=True), folder)
     except ValueError as exc:
         err.print(f"kb eval: {exc}", markup=False)
         raise typer.Exit(2)
@@ -206,7 +214,7 @@ def search_eval(
     """Top-1 / top-5 of search over real issue titles labelled with the entries that answer them."""
     import json
 
-    from app.diagnose import LocalManual
+    from app.manual import Manual
     from app.search.evaluate import figures, read_titles, run
 
     try:
@@ -214,11 +222,11 @@ def search_eval(
     except (OSError, ValueError) as exc:
         err.print(f"kb search-eval: {exc}", markup=False)
         raise typer.Exit(2)
-    manual = LocalManual(_settings())
-    if manual.search is None:
+    manual = Manual.open(_settings(), fresh=True)
+    if manual.index is None:
         err.print(f"kb search-eval: {manual.notice}", markup=False)
         raise typer.Exit(2)
-    result = figures(run(manual.search, cases))
+    result = figures(run(manual.index, cases))
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return

@@ -11,7 +11,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.diagnose import LocalManual, read_labelled
+from app.diagnose import read_labelled
+from app.manual import Manual
 from app.ingest import ingest
 from app.insights.fingerprint import observe
 from app.settings import ROOT, Settings
@@ -41,7 +42,7 @@ def replay(settings: Settings, pastes: list[tuple[str, str, str]]) -> tuple[floa
     return answered, written
 
 
-def fingerprint_cost(manual: LocalManual, pastes) -> tuple[list[float], list[float]]:
+def fingerprint_cost(manual: Manual, pastes) -> tuple[list[float], list[float]]:
     diagnose_ms, observe_ms = [], []
     for _name, _expect, text in pastes:
         started = time.perf_counter()
@@ -53,7 +54,7 @@ def fingerprint_cost(manual: LocalManual, pastes) -> tuple[list[float], list[flo
     return diagnose_ms, observe_ms
 
 
-def negatives_table(settings: Settings, manual: LocalManual, pastes) -> list[str]:
+def negatives_table(settings: Settings, manual: Manual, pastes) -> list[str]:
     engine = make_engine(settings)
     with Session(engine) as session:
         stored = {row.id: row for row in session.exec(select(FingerprintRow))}
@@ -87,7 +88,7 @@ def main() -> None:
         off = Settings(data_dir=Path(folder) / "off", record_misses=False, **base)
         ingest(on)
         ingest(off)
-        manual = LocalManual(on)
+        manual = Manual.open(on, fresh=True)
         diagnose_ms, observe_ms = fingerprint_cost(manual, pastes)
         timings = {"on": [], "off": [], "written": []}
         for _round in range(ROUNDS):  # alternate, so drift on a shared machine hits both alike

@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from app.diagnose import LocalManual
+from app.manual import Manual
 from app.matcher import CONFIDENT
 from app.ocr.engine import OcrEngine
 from app.ocr.image import decode_image
@@ -30,9 +30,9 @@ START, END = "<!-- ocr -->", "<!-- /ocr -->"
 NO_LIMIT = 1 << 30
 
 
-def top_code(result: dict) -> str | None:
-    confident = [match for match in result["matches"] if match["confidence"] in CONFIDENT]
-    return confident[0]["code"] if confident else None
+def top_code(result) -> str | None:
+    confident = [match for match in result.matches if match.confidence in CONFIDENT]
+    return confident[0].code if confident else None
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -75,7 +75,7 @@ def current_rss_mib() -> float:
 
 
 def measure(count: int) -> dict:
-    manual = LocalManual(Settings())
+    manual = Manual.open(Settings(), fresh=True)
     before = rss_mib()
     engine = OcrEngine()
     started = time.perf_counter()

@@ -139,3 +139,24 @@ def test_server_mode_says_when_the_server_cannot_answer(runner, settings, live_s
     refused = runner.invoke(cli, ["match", "-", "--server", live_server.url], input=big,
                             env={**env, "KB_MAX_PASTE_BYTES": str(4 * 1024 * 1024)})
     assert refused.exit_code == 2 and "answered 413" in refused.output
+
+
+def test_a_damaged_index_is_rebuilt(kb, settings):
+    (settings.data_dir / "index" / "words.json").write_text("{not json")
+    result = kb("-", stdin=KV)
+    assert result.exit_code == 0, result.output
+    assert "rebuilt it" in result.output and "ROLL-901" in result.output
+
+
+def test_entries_that_do_not_load_exit_3_not_1(kb, settings):
+    (settings.content_dir / "ROLL-902.md").write_text("---\ncode: ROLL-902\ntitle: [unclosed\n---\nbody\n")
+    result = kb("-", stdin=KV)
+    assert result.exit_code == 3, result.output
+    assert "kb check" in result.output
+
+
+def test_help_states_every_exit_code(runner):
+    result = runner.invoke(cli, ["match", "--help"], terminal_width=200)
+    text = " ".join(result.output.split())
+    for code, meaning in (("0", "confident"), ("1", "no confident match"), ("2", "bad input"), ("3", "could not answer")):
+        assert f"{code} " in text and meaning in text, text

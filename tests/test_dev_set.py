@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.diagnose import LocalManual, evaluate
+from app.diagnose import evaluate
+from app.manual import Manual
 from app.ingest import ingest
 from app.settings import ROOT, Settings
 
@@ -18,7 +19,7 @@ PASTES = Path(__file__).parent / "fixtures" / "pastes"
 def test_dev_set_top3_and_negatives(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", content_dir=ROOT / "content" / "errors", secret_key="s" * 40)
     ingest(settings)
-    report = evaluate(LocalManual(settings), PASTES)
+    report = evaluate(Manual.open(settings, fresh=True), PASTES)
     figures = report.as_dict()
     assert figures["positives"] >= 110 and figures["negatives"] >= 35
     assert figures["negatives_clean"] == figures["negatives"], figures["failures"]
@@ -35,7 +36,7 @@ def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
     quiet on the errors that are not verl's, and answers the development part at least as well as today."""
     settings = Settings(data_dir=tmp_path / "data", content_dir=ROOT / "content" / "errors", secret_key="s" * 40)
     ingest(settings)
-    manual = LocalManual(settings)
+    manual = Manual.open(settings, fresh=True)
     for folder in ("dev", "holdout"):
         files = sorted((COVERAGE / folder).glob("*.txt"))
         assert files

@@ -14,7 +14,7 @@ from app.diagnose import read_labelled
 from app.entries import load_catalog_strict
 from app.findings import Findings
 from app.findings.raise_site import root_frames
-from app.findings.versions import canonical, extract_versions
+from app.matcher.versions import canonical, extract_versions
 from app.matcher import Matcher
 from app.releases import ReleaseLibrary, build_all
 from tests.conftest import FIXTURE_CONTENT, SHARED_DATA

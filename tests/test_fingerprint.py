@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.diagnose import LocalManual, read_labelled
+from app.diagnose import read_labelled
+from app.manual import Manual
 from app.ingest import ingest
 from app.insights.fingerprint import fingerprint, observe, scrub, search_key, verl_frame
 from app.settings import ROOT, Settings
@@ -36,11 +37,11 @@ def crash(rank: int, host: str, user: str, node_ip: str, size: float, step: int)
 
 
 @pytest.fixture(scope="module")
-def manual(tmp_path_factory) -> LocalManual:
+def manual(tmp_path_factory) -> Manual:
     settings = Settings(data_dir=tmp_path_factory.mktemp("data"), content_dir=ROOT / "content" / "errors",
                         secret_key="s" * 40)
     ingest(settings)
-    return LocalManual(settings)
+    return Manual.open(settings, fresh=True)
 
 
 def test_same_error_from_other_ranks_hosts_paths_and_numbers_is_one_fingerprint(manual):

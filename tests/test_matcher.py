@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.diagnose import LocalManual
+from app.manual import Manual
 from app.entries import load_catalog_strict
 from app.ingest import ingest
 from app.matcher import Matcher
@@ -206,7 +206,7 @@ def test_a_cut_paste_suggests_entries_about_the_wrapped_type_first(settings):
     # Real full-text search over the fixture entries: the words favour the rollout entry, the
     # wrapper says an OutOfMemoryError was raised, so the OOM entry leads (still only low).
     ingest(settings)
-    manual = LocalManual(settings)
+    manual = Manual.open(settings, fresh=True)
     text = """The rollout engine stopped while vllm was generating sequences for the cache blocks.
 ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_generate_sequences() (pid=1, ip=10.0.0.1)
   File "/verl/verl/single_controller/ray/base.py", line 663, in func

@@ -8,7 +8,7 @@ from packaging.version import InvalidVersion, Version
 from app.findings.drift import drift_findings
 from app.findings.raise_site import raise_site_finding, root_frames, verl_frames
 from app.findings.truncated import truncated_findings
-from app.findings.versions import FoundVersion, extract_versions
+from app.matcher.versions import FoundVersion
 from app.entries import Catalog
 from app.matcher import CONFIDENT, Diagnosis
 from app.releases import ReleaseFacts, ReleaseLibrary
@@ -46,7 +46,7 @@ class Findings:
         findings = truncated_findings(diagnosis.blocks)
         if not self.library.releases:
             return findings
-        found = extract_versions(paste.text)
+        found = diagnosis.environment.found  # read once, by the matcher
         frames = [root_frames(block, paste.lines) if block.kind == "traceback" else [] for block in diagnosis.blocks]
         releases, source = self.releases_for(found, [frame for each in frames for frame in verl_frames(each)])
         findings += drift_findings(found, releases, source, self.library.releases, _drift_entries(diagnosis, catalog))

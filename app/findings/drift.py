@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from app.findings.versions import FoundVersion, canonical
+from app.matcher.versions import FoundVersion, canonical
 from app.releases import ReleaseFacts
 
 # An extra's pins count only when the paste shows the stack it installs: sglang's `torch==2.6.0` says

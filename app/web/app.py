@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.manual import Refused
 from app.ocr import ImageRejected
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
@@ -102,8 +103,8 @@ async def _watch_index(state: ServerState) -> None:
         await asyncio.sleep(RELOAD_POLL_SECONDS)
         try:
             if await asyncio.to_thread(state.reload_if_changed):
-                log.info("serving the new index %s", state.snapshot.content_hash[:14])
-        except Exception:  # keep serving the old snapshot; the next poll tries again
+                log.info("serving the new index %s", state.manual.content_hash[:14])
+        except Exception:  # keep serving the old generation; the next poll tries again
             log.exception("index reload failed")
 
 
@@ -125,6 +126,12 @@ def _error_handlers(app: FastAPI) -> None:
                             headers=getattr(exc, "headers", None))
         return templates.TemplateResponse(request, "error.html", {"status": exc.status_code, "message": message},
                                           status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Refused)
+    async def refused(request: Request, exc: Refused) -> Response:
+        # what the manual declined (unknown code or fix, vote limits, a store that failed), said like any HTTP error
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return await http_error(request, StarletteHTTPException(exc.status, exc.message, headers=headers))
 
     @app.exception_handler(ImageRejected)
     async def image_rejected(request: Request, exc: ImageRejected) -> Response:

@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from app.web.schemas import MatchForm, MatchIn
+from app.answers import MatchForm, MatchIn
 
 MULTIPART = "multipart/form-data"
 FORM_FIELDS = ("image", "text", "limit")

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 import re2
+from packaging.version import InvalidVersion, Version
 
-from app.matcher.environment import is_version
 
 VERSION = r"v?(\d+(?:\.\d+)+(?:[.-]?(?:post|dev|rc|a|b)\d*)*(?:\+[\w.]+)?)"
 NAME = r"[A-Za-z][A-Za-z0-9._-]{0,60}"
@@ -86,6 +86,14 @@ class FoundVersion:
     version: str
     line: int  # 1-based line of the paste
     text: str  # that line, trimmed
+
+
+def is_version(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def canonical(name: str) -> str:
