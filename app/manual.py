@@ -35,7 +35,7 @@ from app.store.db import make_engine
 from app.views import (
     browse_answer, categories_answer, entry_answer, home_answer, match_answer, pick, search_answer,
 )
-from app.votes import EntryVotes, entry_votes, fix_stats, ranked_fixes
+from app.votes import EntryVotes, VoteCountCache, entry_votes, fix_stats, ranked_fixes
 from app.voting import Ballot, Refused
 
 MAX_ERROR_QUERY = 2000  # longer text is a paste, not a search: the paste page answers it
@@ -54,6 +54,7 @@ class Resources:
     ballot: Ballot | None = None  # votes and reports: the server only
     images: ImageReader | None = None
     tolerant: bool = False  # a command answers without vote counts when the database cannot give them
+    vote_counts: VoteCountCache | None = None  # the server's snapshot; commands read the table each time
 
     @classmethod
     def for_server(cls, settings: Settings, engine: Engine) -> Resources:
@@ -63,7 +64,8 @@ class Resources:
                    recorder=Recorder(engine, enabled=settings.record_misses,
                                      retention_days=settings.insights_retention_days),
                    ballot=Ballot(settings, settings.resolved_secret()),
-                   images=ImageReader.from_settings(settings))  # the OCR models load on the first image
+                   images=ImageReader.from_settings(settings),  # the OCR models load on the first image
+                   vote_counts=VoteCountCache(settings.vote_counts_ttl) if settings.vote_counts_ttl else None)
 
     @classmethod
     def for_command(cls, settings: Settings) -> Resources:
@@ -138,12 +140,24 @@ class Manual:
         if self.resources.engine is None or codes == []:
             return {}
         try:
+            if self.resources.vote_counts is not None:
+                counts = self.resources.vote_counts.get(self._all_fix_stats)
+                return counts if codes is None else {key: stat for key, stat in counts.items() if key[0] in codes}
             with self.session() as session:
                 return fix_stats(session=session, codes=codes)
         except SQLAlchemyError:
             if not self.resources.tolerant:
                 raise
             return {}  # a database without the vote table yet: the same answer, no counts
+
+    def _all_fix_stats(self) -> dict:
+        with self.session() as session:
+            return fix_stats(session=session)
+
+    def _counted(self) -> None:
+        """A vote or report was stored here: the next answer reads the counts again."""
+        if self.resources.vote_counts is not None:
+            self.resources.vote_counts.invalidate()
 
     def _base(self, base: str | None) -> str:
         return base or self.settings.base_url
@@ -272,6 +286,7 @@ class Manual:
         with self.session() as session:
             fix = self._ballot().cast_vote(session, entry, fix_id, voter=voter, client=client, worked=worked,
                                            comment=comment, environment=environment)
+        self._counted()
         return a.VoteOut(code=entry.code, fix=fix, your_vote=worked)
 
     def feedback(self, code: str, fingerprint: str, *, voter: str, client: str, right: bool) -> a.FeedbackOut:

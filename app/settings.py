@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     search_cache_size: int = Field(
         2048, ge=0, le=1_000_000, description="Search results kept per index generation (0 turns the cache off)."
     )
+    vote_counts_ttl: float = Field(
+        1.0, ge=0, le=3600, description="Seconds a server reuses its snapshot of the vote counts shown beside matches "
+        "and lists (0 reads them for every answer); its own votes refresh it at once, other replicas' within this time."
+    )
     max_concurrent_requests: int = Field(
         4, ge=1, le=256, description="Requests worked on at once per server process (diagnoses, pages, votes); "
         "more wait in the queue. CPU-bound work gains nothing from more than a few per core.",

@@ -193,3 +193,25 @@ def test_acknowledged_votes_survive_sigkill(tmp_path, content_dir):
         assert total >= len(acknowledged) >= 100
     finally:
         restarted.stop()
+
+
+KV_PASTE = ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.")
+
+
+def test_a_vote_shows_in_the_next_diagnosis_although_counts_are_cached(vote_settings):
+    """The server reuses one snapshot of the vote counts for an hour here; a vote it stores refreshes it."""
+    settings = vote_settings.model_copy(update={"vote_counts_ttl": 3600.0})
+    ingest(settings)
+    with LiveServer(create_app(settings)) as server, httpx.Client(base_url=server.url) as client:
+        def counts():
+            match = client.post("/api/v1/match", json={"text": KV_PASTE}).json()["matches"][0]
+            assert match["code"] == "ROLL-901"
+            fix = next(fix for fix in match["fixes"] if fix["id"] == FIX)
+            return fix["votes_up"], fix["votes_down"]
+
+        assert counts() == (0, 0)  # the snapshot is taken here
+        assert client.post(VOTE_URL, json={"worked": True}).status_code == 201
+        assert counts() == (1, 0)
+        assert client.post(VOTE_URL, json={"worked": False}).status_code == 201
+        assert counts() == (0, 1)
