@@ -92,17 +92,36 @@ def test_text_read_keeps_traceback_indentation(http):
     assert frame.startswith("  File ") and code.startswith("    self.engine")
 
 
-@pytest.mark.parametrize("data,name,status,code", [
+BAD_IMAGES = [
     (b"hello, not an image", "a.png", 415, "unsupported_media_type"),
     (b"GIF89a" + b"\x00" * 64, "a.gif", 415, "unsupported_media_type"),
     (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "cut.png", 422, "invalid_image"),
     (png_bomb(100_000, 100_000), "bomb.png", 413, "image_too_large"),
     (png_bomb(6_000, 6_000), "big.png", 413, "image_too_large"),
-])
+]
+
+
+@pytest.mark.parametrize("data,name,status,code", BAD_IMAGES)
 def test_bad_images_are_refused_with_4xx(http, data, name, status, code):
     response = match_image(http, data, name)
     assert response.status_code == status
     assert response.json()["error"]["code"] == code and response.json()["error"]["message"]
+
+
+def test_bad_images_are_refused_on_the_paste_page_and_through_mcp(http, live_server):
+    """The same images as above, dropped on /paste (the form comes back with the reason) and sent to MCP
+    `diagnose_log` (a tool error the agent can read): never a 5xx, never a hang."""
+    for data, name, status, _code in BAD_IMAGES:
+        page = http.post("/paste", files={"image": (name, data, "image/png")})
+        assert page.status_code == status and 'id="paste-text"' in page.text
+
+    async def call():
+        async with Client(f"{live_server.url}/mcp") as client:
+            return [await client.call_tool("diagnose_log", {"image_base64": base64.b64encode(data).decode()})
+                    for data, *_ in BAD_IMAGES]
+
+    for answer in asyncio.run(call()):
+        assert answer.is_error and answer.content[0].text
 
 
 def test_truncated_screenshot_is_422(http):
