@@ -185,7 +185,7 @@ def ocr_slot_taken(settings, queue_timeout: float):
     ingest(settings)
     app = create_app(settings)
     with LiveServer(app) as server:
-        slots = app.state.kb.images._slots
+        slots = app.state.kb.resources.images._slots
         slots.acquire()
         held = [True]
 
