@@ -104,9 +104,16 @@ class Matcher:
         where = _line_map(blocks)
         hits = []
         for signature, spans in found:
-            for start, _end in spans:
+            for start, end in spans:
                 line = paste.line_at(start)
                 block, on_exception = where.get(line, (None, False))
+                if not on_exception:
+                    # a signature over several lines (a frame, then the error) that ends on an error line
+                    # names that error: the hit is on it, wherever its first line fell
+                    last = paste.line_at(max(start, end - 1))
+                    last_block, last_on_exception = where.get(last, (None, False))
+                    if last_on_exception or (block is None and last_block is not None):
+                        line, block, on_exception = last, last_block, last_on_exception
                 hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, block, on_exception))
         return hits
 
