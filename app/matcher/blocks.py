@@ -15,6 +15,7 @@ FRAME_RE = re.compile(r'\s*File "([^"]{1,500})", line (\d+), in (\S{1,200})')
 # `models/qwen3_vl_moe/modeling_qwen3_vl_moe.py", line 391, in forward`. Nothing may follow the
 # function name, so a sentence that quotes a frame is not taken for one.
 FRAME_TAIL_RE = re.compile(r'\s*(?:File )?"?([^"\s][^"]{0,499})", line (\d+), in (\S{1,200})\s*$')
+MAX_FRAME_LINE = 1000  # longer lines are never a frame's tail: not looked at
 CHAIN_RE = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)"
@@ -119,15 +120,16 @@ def _ray_wrapper_with_frames(lines: list[str], index: int) -> bool:
 
 def _leading_cut_frame(lines: list[str]) -> set[int]:
     """The first line of a paste that starts on the cut tail of a frame line."""
-    first = next((index for index, line in enumerate(lines[:50]) if line.strip()), None)
+    first = next((index for index, line in enumerate(lines[:50]) if line and not line.isspace()), None)
     return {first} if first is not None and _cut_frame_starts_traceback(lines, first) else set()
 
 
 def _cut_frame_starts_traceback(lines: list[str], index: int) -> bool:
     """A frame line cut before `File "` at the top of the paste (or after a blank line): the traceback
     that follows starts there, so what matched on it belongs to that traceback."""
-    return ((index == 0 or not lines[index - 1].strip()) and '", line ' in lines[index]
-            and FRAME_TAIL_RE.match(lines[index]) is not None)
+    text = lines[index]
+    return (len(text) <= MAX_FRAME_LINE and (index == 0 or not lines[index - 1].strip()) and '", line ' in text
+            and FRAME_TAIL_RE.match(text) is not None)
 
 
 def _read_error_line(paste: Paste, index: int) -> Block:
