@@ -2,8 +2,9 @@
 When a log holds only cascades, the first to appear leads: it is the nearest to what started them.
 
 Confidence: ``high`` when a signature matched the exception (or its message) of the block that ranks
-first; ``medium`` for other signature hits; ``low`` for full-text suggestions. A log whose final
-traceback no signature explains gives no ``high``: the manual may not know its real failure.
+first, or ran over several lines (a frame, then the error) to end on it; ``medium`` for other signature
+hits; ``low`` for full-text suggestions. A log whose final traceback no signature explains gives no
+``high``: the manual may not know its real failure.
 """
 
 from __future__ import annotations
