@@ -283,7 +283,8 @@ def test_a_signature_from_a_cut_frame_to_the_error_line_is_a_confident_diagnosis
 
 def test_a_signature_from_a_frame_to_the_error_line_is_on_the_exception():
     catalog = load_catalog_strict(FIXTURE_CONTENT)
-    catalog.get("TRAIN-901").meta.signatures.append(r"in update_policy\n(?:.*\n){0,4}?.*CUDA error: an illegal memory access")
+    signature = r"in update_policy\n(?:.*\n){0,4}?.*CUDA error: an illegal memory access"
+    catalog.get("TRAIN-901").meta.signatures.append(signature)
     text = """Traceback (most recent call last):
   File "/verl/verl/workers/actor/dp_actor.py", line 410, in update_policy
     loss.backward()

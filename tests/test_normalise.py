@@ -159,7 +159,8 @@ def test_a_full_width_code_line_keeps_its_markers_apart():
 
 
 def test_a_frame_line_wrapped_inside_its_path_is_still_joined():
-    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/fused_moe/unquantized_fused_moe_method.py", line 238, in process_weights_after_loading'
+    frame = ('  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/fused_moe/'
+             'unquantized_fused_moe_method.py", line 238, in process_weights_after_loading')
     pieces = [frame[:120], frame[120:]]
     paste = normalise("\n".join([*pieces, "    self._setup_kernel(", "ValueError: x"]))
     assert paste.lines == [frame, "    self._setup_kernel(", "ValueError: x"]
@@ -169,7 +170,8 @@ def test_a_full_width_frame_line_keeps_an_unindented_code_line_apart_but_not_a_c
     # pastes copied from a page that dropped the indentation still carry the code line on a line of its own
     frame = '  File "/opt/conda/lib/python3.10/site-packages/verl/trainer/ppo/core_algos.py", line 1203, in kl_penalty'
     frame = frame.replace("/opt/", "/opt/" + "x" * (119 - len(frame)) + "/")
-    assert normalise("\n".join([frame, "raise NotImplementedError", "NotImplementedError"])).lines[1] == "raise NotImplementedError"
+    unindented = normalise("\n".join([frame, "raise NotImplementedError", "NotImplementedError"]))
+    assert unindented.lines[1] == "raise NotImplementedError"
     # a wrap that cut the function name: its tail is the same line's rest
     longer = frame.replace("/opt/", "/opt/xxxx", 1)
     cut, rest = longer[:120], longer[120:]
