@@ -58,6 +58,20 @@ def with_caret_markers(lines: list[str]) -> list[str]:
     return marked
 
 
+FULL_WIDTH_PATH_RE = re.compile(r'(\s*File "/)([^"]*", line \d+, in \S+)\s*$')
+
+
+def frames_at_full_width(lines: list[str], width: int) -> list[str]:
+    """Frame lines whose paths happen to make them exactly as wide as the terminal that wrapped the paste."""
+    widened = []
+    for line in lines:
+        frame = FULL_WIDTH_PATH_RE.match(line)
+        if frame and len(line) < width - 1:
+            line = frame.group(1) + "w" * (width - len(line) - 1) + "/" + frame.group(2)
+        widened.append(line)
+    return hard_wrapped(widened, width)
+
+
 DISGUISES = {
     "ray worker prefix": lambda lines: [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines],
     "rank prefix": lambda lines: [f"[rank3]: {line}" for line in lines],
@@ -69,6 +83,7 @@ DISGUISES = {
     "ray worker prefix, hard-wrapped at 100 columns": lambda lines: hard_wrapped(
         [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100),
     "python 3.11 caret markers under code lines": with_caret_markers,
+    "frame lines exactly 120 columns wide, hard-wrapped at 120": lambda lines: frames_at_full_width(lines, 120),
 }
 
 
