@@ -299,3 +299,15 @@ def test_a_cut_frame_without_its_error_line_is_never_high():
     cut = CUT_FRAME_PASTE.rsplit("\n", 1)[0]  # the error line is gone too
     matches = Matcher(catalog).diagnose(cut).matches
     assert matches and all(match.confidence != "high" for match in matches)
+
+
+def test_a_traceback_ending_in_a_bare_exception_is_complete():
+    # `raise Exception("...")` prints the class with nothing before "Exception": the traceback is whole
+    text = """Traceback (most recent call last):
+  File "/home/user/verl/verl/utils/fsdp_utils.py", line 128, in get_fsdp_wrap_policy
+    raise Exception("Could not find the transformer layer class to wrap in the model.")
+Exception: Could not find the transformer layer class to wrap in the model."""
+    block = blocks_of(text)[0]
+    assert not block.truncated
+    assert block.exception_line == "Exception: Could not find the transformer layer class to wrap in the model."
+    assert [b.kind for b in blocks_of("Exceptional things happened at step 3")] == ["error"]

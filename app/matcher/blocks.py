@@ -21,9 +21,10 @@ CHAIN_RE = re.compile(
     r"|The above exception was the direct cause of the following exception:)"
 )
 # Name parts are bounded so a megabyte-long line is rejected after a few hundred steps, not scanned whole.
+# Python's own `Exception` (what `raise Exception("...")` prints) is a name with nothing before the suffix.
 EXCEPTION_LINE_RE = re.compile(
-    r"((?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
-    r"(?:\([\w.]+\))?)(?::\s?(.*))?$"
+    r"((?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
+    r"|Exception)(?:\([\w.]+\))?)(?::\s?(.*))?$"
 )
 # Wrappers whose message names another error: the inner one is the root cause.
 WRAPPER_RE = re.compile(
