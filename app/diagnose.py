@@ -26,7 +26,11 @@ class Case:
 
     @property
     def top1(self) -> bool:
-        return (not self.got) if self.expect == "none" else self.got[:1] == [self.expect] and self.shown[:1] == [self.expect]
+        return (
+            (not self.got)
+            if self.expect == "none"
+            else self.got[:1] == [self.expect] and self.shown[:1] == [self.expect]
+        )
 
     @property
     def top3(self) -> bool:
@@ -55,11 +59,17 @@ class EvalReport:
 
     def as_dict(self) -> dict:
         return {
-            "files": len(self.cases), "positives": len(self.positives), "negatives": len(self.negatives),
-            "top1": round(self.rate("top1"), 4), "top3": round(self.rate("top3"), 4),
+            "files": len(self.cases),
+            "positives": len(self.positives),
+            "negatives": len(self.negatives),
+            "top1": round(self.rate("top1"), 4),
+            "top3": round(self.rate("top3"), 4),
             "negatives_clean": self.negatives_clean,
-            "failures": [{"file": case.path.name, "expect": case.expect, "got": case.got[:3], "shown": case.shown[:3]}
-                         for case in self.cases if not case.top1],
+            "failures": [
+                {"file": case.path.name, "expect": case.expect, "got": case.got[:3], "shown": case.shown[:3]}
+                for case in self.cases
+                if not case.top1
+            ],
         }
 
 
@@ -76,7 +86,7 @@ def read_labelled(path: Path) -> tuple[str, str]:
         raise ValueError(f"{path}:1: a labelled paste starts with '{EXPECT_PREFIX} <CODE>' or '{EXPECT_PREFIX} none'")
     while HEADER_RE.match(rest):
         rest = rest.partition("\n")[2]
-    return first[len(EXPECT_PREFIX):].strip(), rest
+    return first[len(EXPECT_PREFIX) :].strip(), rest
 
 
 def evaluate(manual: Manual, folder: Path) -> EvalReport:

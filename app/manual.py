@@ -23,7 +23,8 @@ from app.entries import Catalog, Entry, load_catalog_strict
 from app.entry_markdown import entry_markdown
 from app.findings import Findings
 from app.insights.recorder import Recorder
-from app.insights.report import TOP as INSIGHTS_TOP, insights_data
+from app.insights.report import TOP as INSIGHTS_TOP
+from app.insights.report import insights_data
 from app.lru import LRU
 from app.matcher import CONFIDENT, Matcher
 from app.matcher.normalise import normalise
@@ -33,7 +34,13 @@ from app.search.query import Hit, SearchResult, SearchService
 from app.settings import Settings
 from app.store.db import make_engine
 from app.views import (
-    browse_answer, categories_answer, entry_answer, home_answer, match_answer, pick, search_answer,
+    browse_answer,
+    categories_answer,
+    entry_answer,
+    home_answer,
+    match_answer,
+    pick,
+    search_answer,
 )
 from app.votes import EntryVotes, VoteCountCache, entry_votes, fix_stats, ranked_fixes
 from app.voting import Ballot, Refused
@@ -60,12 +67,15 @@ class Resources:
     def for_server(cls, settings: Settings, engine: Engine) -> Resources:
         findings = Findings.from_settings(settings)
         findings.warm()  # the pinned release's layout and message templates: the first paste waits for none
-        return cls(settings, engine, findings,
-                   recorder=Recorder(engine, enabled=settings.record_misses,
-                                     retention_days=settings.insights_retention_days),
-                   ballot=Ballot(settings, settings.resolved_secret()),
-                   images=ImageReader.from_settings(settings),  # the OCR models load on the first image
-                   vote_counts=VoteCountCache(settings.vote_counts_ttl) if settings.vote_counts_ttl else None)
+        return cls(
+            settings,
+            engine,
+            findings,
+            recorder=Recorder(engine, enabled=settings.record_misses, retention_days=settings.insights_retention_days),
+            ballot=Ballot(settings, settings.resolved_secret()),
+            images=ImageReader.from_settings(settings),  # the OCR models load on the first image
+            vote_counts=VoteCountCache(settings.vote_counts_ttl) if settings.vote_counts_ttl else None,
+        )
 
     @classmethod
     def for_command(cls, settings: Settings) -> Resources:
@@ -77,8 +87,16 @@ class Resources:
 class Manual:
     """One generation of the manual and everything asked of it."""
 
-    def __init__(self, resources: Resources, catalog: Catalog, index: SearchService | None, content_hash: str, *,
-                 notice: str | None = None, rebuilt: bool = False):
+    def __init__(
+        self,
+        resources: Resources,
+        catalog: Catalog,
+        index: SearchService | None,
+        content_hash: str,
+        *,
+        notice: str | None = None,
+        rebuilt: bool = False,
+    ):
         self.resources = resources
         self.settings = resources.settings
         self.catalog = catalog
@@ -113,8 +131,9 @@ class Manual:
                 catalog = load_catalog_strict(generation.content_dir)
         index = SearchService(generation, cache_size=settings.search_cache_size) if notice is None else None
         content_hash = index.content_hash if index else search_index.build_hash(catalog)
-        return cls(resources or Resources.for_command(settings), catalog, index, content_hash,
-                   notice=notice, rebuilt=rebuilt)
+        return cls(
+            resources or Resources.for_command(settings), catalog, index, content_hash, notice=notice, rebuilt=rebuilt
+        )
 
     # plumbing shared by the calls below
 
@@ -179,8 +198,9 @@ class Manual:
 
     # the calls
 
-    def match(self, text: str | bytes, *, limit: int = 5, lang: str = "en", base: str | None = None,
-              context: int = 0) -> a.MatchResponse:
+    def match(
+        self, text: str | bytes, *, limit: int = 5, lang: str = "en", base: str | None = None, context: int = 0
+    ) -> a.MatchResponse:
         """Diagnose a paste; its fingerprint goes to the insights (never the paste; see app.insights). Blocking."""
         diagnosis = self.matcher.diagnose(text, limit)
         stats = self._fix_stats([match.code for match in diagnosis.matches])
@@ -189,16 +209,26 @@ class Manual:
             self.recorder.diagnosed(diagnosis)
         return answer
 
-    def match_image(self, image: bytes, *, limit: int = 5, lang: str = "en", base: str | None = None,
-                    context: int = 0) -> a.MatchResponse:
+    def match_image(
+        self, image: bytes, *, limit: int = 5, lang: str = "en", base: str | None = None, context: int = 0
+    ) -> a.MatchResponse:
         """Read a screenshot and diagnose its text; the answer carries the text read (``ocr_text``) so the user
         can correct a misread character. Raises ImageRejected. Blocking."""
         read = self.resources.images.read(image)
         answer = self.match(read.text, limit=limit, lang=lang, base=base, context=context)
         return answer.model_copy(update={"ocr_text": read.text, "ocr_ms": round(read.took_ms, 1)})
 
-    def search(self, query: str, *, category: str | None = None, lang: str = "en", limit: int = 10, page: int = 1,
-               base: str | None = None, record: Literal["api", "page"] | None = None) -> a.SearchOut:
+    def search(
+        self,
+        query: str,
+        *,
+        category: str | None = None,
+        lang: str = "en",
+        limit: int = 10,
+        page: int = 1,
+        base: str | None = None,
+        record: Literal["api", "page"] | None = None,
+    ) -> a.SearchOut:
         """Full-text search; ``record`` counts a submitted search (first page only) for the insights."""
         if self.index is None:
             raise Refused(503, self.notice or "the search index is not loaded")
@@ -209,8 +239,9 @@ class Manual:
             self.recorder.searched(query, result.total, on_page=record == "page")
         return search_answer(result, self._base(base), query=query, category=category, page=page, limit=limit)
 
-    def _error_lines_first(self, query: str, result: SearchResult, *, category: str | None, lang: str,
-                           limit: int) -> SearchResult:
+    def _error_lines_first(
+        self, query: str, result: SearchResult, *, category: str | None, lang: str, limit: int
+    ) -> SearchResult:
         """A query that is an error line an entry's signature recognises leads with that entry.
 
         Word ranking cannot tell `No module named 'verl'` (ENV-020) from the dozens of entries that also say
@@ -219,8 +250,11 @@ class Manual:
         """
         if len(query) > MAX_ERROR_QUERY or not self.matcher.signatures.hits(normalise(query).searchable):
             return result
-        codes = [match.code for match in self.matcher.diagnose(query, 3).matches
-                 if match.confidence in CONFIDENT and (category is None or self.catalog.get(match.code).category == category)]
+        codes = [
+            match.code
+            for match in self.matcher.diagnose(query, 3).matches
+            if match.confidence in CONFIDENT and (category is None or self.catalog.get(match.code).category == category)
+        ]
         if not codes:
             return result
         found = {hit.code: hit for hit in result.hits}
@@ -233,8 +267,13 @@ class Manual:
     def _hit(self, code: str, lang: str, *, score: float) -> Hit:
         entry = self.get(code)
         summary = pick(entry.meta.summary, entry.meta.summary_zh, lang)
-        return Hit(code=code, title=pick(entry.meta.title, entry.meta.title_zh, lang), category=entry.category,
-                   snippet=html.escape(summary), score=score)
+        return Hit(
+            code=code,
+            title=pick(entry.meta.title, entry.meta.title_zh, lang),
+            category=entry.category,
+            snippet=html.escape(summary),
+            score=score,
+        )
 
     def opened(self, query: str) -> None:
         """A result of the search ``query`` was opened (the insights count searches nobody opened)."""
@@ -264,8 +303,9 @@ class Manual:
         ordered = ranked_fixes(entry, self._fix_stats([entry.code]))
         return entry_markdown(entry, ordered, lang, self.entry(entry.code, lang=lang, base=base).url)
 
-    def browse(self, *, filters: dict | None = None, sort: str = "code", lang: str = "en",
-               base: str | None = None) -> a.BrowseOut:
+    def browse(
+        self, *, filters: dict | None = None, sort: str = "code", lang: str = "en", base: str | None = None
+    ) -> a.BrowseOut:
         return browse_answer(self.catalog, self._fix_stats(), lang, self._base(base), filters=filters, sort=sort)
 
     def home(self, *, lang: str = "en") -> a.HomeOut:
@@ -279,18 +319,35 @@ class Manual:
             raise Refused(503, "votes are taken by a running server")
         return self.resources.ballot
 
-    def vote(self, code: str, fix_id: str, *, voter: str, client: str, worked: bool, comment: str | None = None,
-             environment: dict | None = None) -> a.VoteOut:
+    def vote(
+        self,
+        code: str,
+        fix_id: str,
+        *,
+        voter: str,
+        client: str,
+        worked: bool,
+        comment: str | None = None,
+        environment: dict | None = None,
+    ) -> a.VoteOut:
         """Store whether a fix worked (a voter's second vote replaces the first); Refused past the limits."""
         entry = self.get(code)
         with self.session() as session:
-            fix = self._ballot().cast_vote(session, entry, fix_id, voter=voter, client=client, worked=worked,
-                                           comment=comment, environment=environment)
+            fix = self._ballot().cast_vote(
+                session,
+                entry,
+                fix_id,
+                voter=voter,
+                client=client,
+                worked=worked,
+                comment=comment,
+                environment=environment,
+            )
         self._counted()
         return a.VoteOut(code=entry.code, fix=fix, your_vote=worked)
 
     def feedback(self, code: str, fingerprint: str, *, voter: str, client: str, right: bool) -> a.FeedbackOut:
-        """"This is not my error" (``right=False``) or "it was", for the error ``fingerprint``."""
+        """ "This is not my error" (``right=False``) or "it was", for the error ``fingerprint``."""
         entry = self.get(code)
         with self.session() as session:
             return self._ballot().match_feedback(session, entry, fingerprint, voter=voter, client=client, right=right)
@@ -320,6 +377,8 @@ def _rebuild(settings: Settings, *, force: bool = False) -> tuple[str | None, bo
     try:
         ingest(settings, force=force)
     except (IngestError, OSError, SQLAlchemyError) as exc:
-        return (f"full-text suggestions are unavailable: the search index in {settings.data_dir} is missing, damaged or "
-                f"older than the entries, and rebuilding it failed ({str(exc).splitlines()[-1]}); run `kb index`"), False
+        return (
+            f"full-text suggestions are unavailable: the search index in {settings.data_dir} is missing, damaged or "
+            f"older than the entries, and rebuilding it failed ({str(exc).splitlines()[-1]}); run `kb index`"
+        ), False
     return None, True

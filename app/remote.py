@@ -39,8 +39,9 @@ class RemoteManual:
             try:
                 return MatchResponse.model_validate(response.json())
             except (ValueError, ValidationError) as exc:  # another program, or another version of the contract
-                raise RemoteError(f"{self.url} answered something that is not a match answer: "
-                                  f"{str(exc).splitlines()[0]}", 3) from None
+                raise RemoteError(
+                    f"{self.url} answered something that is not a match answer: {str(exc).splitlines()[0]}", 3
+                ) from None
         message = _error_message(response)
         exit_code = 2 if 400 <= response.status_code < 500 and response.status_code != 429 else 3
         raise RemoteError(f"{self.url} answered {response.status_code}: {message}", exit_code)

@@ -15,8 +15,8 @@ from app.insights.store import feedback_in_window, record_feedback
 from app.ratelimit import RateLimiter
 from app.settings import Settings
 from app.store.tables import utcnow
-from app.votes import FixStats, fix_stats, record_vote, votes_in_window
 from app.views import fix_answer
+from app.votes import FixStats, fix_stats, record_vote, votes_in_window
 
 
 class Refused(Exception):
@@ -47,13 +47,24 @@ class Ballot:
         keys = (f"ip:{address}", f"voter:{voter}")
         if not self.limiter.allow(*keys):
             raise Refused(429, "too many votes; slow down", self.limiter.retry_after(*keys))
-        by_voter, by_ip = in_window(session=session, since=utcnow() - timedelta(seconds=window), voter=voter,
-                                    ip_hash=address)
+        by_voter, by_ip = in_window(
+            session=session, since=utcnow() - timedelta(seconds=window), voter=voter, ip_hash=address
+        )
         if by_voter >= count or by_ip >= count:
             raise Refused(429, "too many votes; slow down", window)
 
-    def cast_vote(self, session: Session, entry: Entry, fix_id: str, *, voter: str, client: str, worked: bool,
-                  comment: str | None = None, environment: dict | None = None) -> a.FixOut:
+    def cast_vote(
+        self,
+        session: Session,
+        entry: Entry,
+        fix_id: str,
+        *,
+        voter: str,
+        client: str,
+        worked: bool,
+        comment: str | None = None,
+        environment: dict | None = None,
+    ) -> a.FixOut:
         """Check limits, store the vote, and return the fix with its new counts; raise Refused otherwise."""
         fix = entry.fix(fix_id)
         if fix is None:
@@ -61,26 +72,38 @@ class Ballot:
         address = self.ip_hash(client)
         try:
             self.check_limits(session, voter=voter, address=address, in_window=votes_in_window)
-            record_vote(session=session, code=entry.code, fix_id=fix_id, fix_hash=fix.content_hash, voter=voter,
-                        worked=worked, comment=comment, environment=environment, ip_hash=address)
+            record_vote(
+                session=session,
+                code=entry.code,
+                fix_id=fix_id,
+                fix_hash=fix.content_hash,
+                voter=voter,
+                worked=worked,
+                comment=comment,
+                environment=environment,
+                ip_hash=address,
+            )
             session.commit()
             stats = fix_stats(session=session, codes=[entry.code]).get((entry.code, fix_id), FixStats())
         except SQLAlchemyError as exc:
             session.rollback()
-            raise Refused(503, f"the vote could not be stored ({type(exc).__name__}); nothing was saved, "
-                               "please retry") from exc
+            raise Refused(
+                503, f"the vote could not be stored ({type(exc).__name__}); nothing was saved, please retry"
+            ) from exc
         return fix_answer(entry, fix, stats, "en")
 
-    def match_feedback(self, session: Session, entry: Entry, fingerprint: str, *, voter: str, client: str,
-                       right: bool) -> a.FeedbackOut:
+    def match_feedback(
+        self, session: Session, entry: Entry, fingerprint: str, *, voter: str, client: str, right: bool
+    ) -> a.FeedbackOut:
         """Store whether ``entry`` was the right answer for the error ``fingerprint``, under the limits of votes."""
         if not self.settings.record_misses:
             raise Refused(404, "match reports are off on this server (KB_RECORD_MISSES)")
         address = self.ip_hash(client)
         try:
             self.check_limits(session, voter=voter, address=address, in_window=feedback_in_window)
-            record_feedback(session=session, code=entry.code, fingerprint=fingerprint, right=right, voter=voter,
-                            ip_hash=address)
+            record_feedback(
+                session=session, code=entry.code, fingerprint=fingerprint, right=right, voter=voter, ip_hash=address
+            )
             session.commit()
         except SQLAlchemyError as exc:
             session.rollback()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.diagnose import evaluate
-from app.manual import Manual
 from app.ingest import ingest
+from app.manual import Manual
 from app.settings import ROOT, Settings
 
 PASTES = Path(__file__).parent / "fixtures" / "pastes"
@@ -42,7 +42,9 @@ def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
         assert files
         for path in files:
             head = path.read_text().split("\n", 8)
-            assert head[0].startswith("# expect: ") and any(line.startswith("# source: https://") for line in head), path
+            assert head[0].startswith("# expect: ") and any(line.startswith("# source: https://") for line in head), (
+                path
+            )
     dev = evaluate(manual, COVERAGE / "dev").as_dict()
     assert dev["negatives_clean"] == dev["negatives"], dev["failures"]
     assert dev["top1"] >= 0.73 and dev["top3"] >= 0.80, dev  # 0.739 / 0.810 on 142 reports

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.manual import Manual
 from app.entries import load_catalog_strict
 from app.ingest import ingest
+from app.manual import Manual
 from app.matcher import Matcher
 from app.matcher.blocks import split_blocks
 from app.matcher.normalise import normalise
@@ -15,9 +15,11 @@ from tests.conftest import FIXTURE_CONTENT
 
 KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
-WATCHDOG = ("[rank{r}]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
-            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r}12 "
-            "milliseconds before timing out.")
+WATCHDOG = (
+    "[rank{r}]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r}12 "
+    "milliseconds before timing out."
+)
 
 
 @pytest.fixture
@@ -122,13 +124,15 @@ def test_cascade_alone_is_medium_not_a_root_cause(matcher):
 
 def test_cascade_beside_an_unknown_crash_is_no_diagnosis(matcher):
     # a user's reward function fails on one worker; the others then time out in their next collective
-    text = "\n".join([
-        "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
-        '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
-        '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
-        "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
-        *(f"(WorkerDict pid=13{r}0, ip=10.0.0.1) {WATCHDOG.format(r=r)}" for r in (1, 2)),
-    ])
+    text = "\n".join(
+        [
+            "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
+            '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
+            '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
+            "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
+            *(f"(WorkerDict pid=13{r}0, ip=10.0.0.1) {WATCHDOG.format(r=r)}" for r in (1, 2)),
+        ]
+    )
     diagnosis = matcher.diagnose(text)
     assert diagnosis.blocks[0].exception_line == "IndexError: list index out of range"
     assert diagnosis.blocks[0].end == 3  # the next worker's line is not part of the IndexError's message
@@ -136,11 +140,13 @@ def test_cascade_beside_an_unknown_crash_is_no_diagnosis(matcher):
 
 
 def test_a_message_continues_on_lines_of_the_same_worker():
-    text = "\n".join([
-        f"(WorkerDict pid=7, ip=10.0.0.1) {OOM}",
-        "(WorkerDict pid=7, ip=10.0.0.1) Of the allocated memory 70.02 GiB is allocated by PyTorch",
-        "(WorkerDict pid=8, ip=10.0.0.1) step 3 finished",
-    ])
+    text = "\n".join(
+        [
+            f"(WorkerDict pid=7, ip=10.0.0.1) {OOM}",
+            "(WorkerDict pid=7, ip=10.0.0.1) Of the allocated memory 70.02 GiB is allocated by PyTorch",
+            "(WorkerDict pid=8, ip=10.0.0.1) step 3 finished",
+        ]
+    )
     block = blocks_of(text)[0]
     assert (block.start, block.end) == (0, 1)
 
@@ -167,18 +173,21 @@ def test_environment_is_extracted_and_demotes_excluded_entries(content_dir):
     assert match.confidence != "high"
 
 
-@pytest.mark.parametrize("text", [
-    "Traceback (most recent call last):\n  File \"/home/u/my_reward.py\", line 12, in compute_score\n"
-    "    return len(solution) / total\nZeroDivisionError: division by zero",
-    "OSError: [Errno 122] Disk quota exceeded: '/mnt/ckpt/global_step_40/actor/model_world_size_8_rank_3.pt'",
-    "wandb: ERROR Error while calling W&B API: An internal error occurred. Please contact support. (<Response [500]>)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Traceback (most recent call last):\n  File "/home/u/my_reward.py", line 12, in compute_score\n'
+        "    return len(solution) / total\nZeroDivisionError: division by zero",
+        "OSError: [Errno 122] Disk quota exceeded: '/mnt/ckpt/global_step_40/actor/model_world_size_8_rank_3.pt'",
+        "wandb: ERROR Error while calling W&B API: An internal error occurred. Please contact support. (<Response [500]>)",
+    ],
+)
 def test_unknown_errors_get_no_confident_match(matcher, text):
     assert all(m.confidence == "low" for m in matcher.diagnose(text).matches)
 
 
 def test_a_known_warning_before_an_unknown_crash_is_not_confident(matcher):
-    text = f"""step 3: {KV.replace('ValueError: ', 'warning: ')}
+    text = f"""step 3: {KV.replace("ValueError: ", "warning: ")}
 Traceback (most recent call last):
   File "/home/u/my_reward.py", line 12, in compute_score
     return len(solution) / total
@@ -222,12 +231,14 @@ ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_gen
 def test_with_cascades_only_the_first_to_appear_leads():
     # the vLLM engine died first; Ray's note that a worker died follows from it
     catalog = load_catalog_strict(ROOT / "content" / "errors")
-    text = "\n".join([
-        "(AgentLoopWorker pid=5101) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
-        "See stack trace (above) for the root cause.",
-        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
-        "the problem, check the logs for the dead worker.",
-    ])
+    text = "\n".join(
+        [
+            "(AgentLoopWorker pid=5101) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+            "See stack trace (above) for the root cause.",
+            "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+            "the problem, check the logs for the dead worker.",
+        ]
+    )
     matches = Matcher(catalog).diagnose(text).matches
     assert [match.code for match in matches[:2]] == ["ROLL-005", "DIST-001"]
     assert not matches[0].root_cause and matches[0].confidence == "medium"
@@ -241,7 +252,9 @@ def test_a_signature_set_over_its_memory_budget_names_the_costliest_signature(tm
     catalog = load_catalog_strict(FIXTURE_CONTENT)
     SignatureSet(catalog, max_mem=1 << 20)  # the fixture set is small
     wide = next(iter(catalog))
-    wide.meta.signatures.append(r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError")
+    wide.meta.signatures.append(
+        r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError"
+    )
     with pytest.raises(SignatureError, match=rf"do not fit in one RE2 set of 1 MiB; the largest: {wide.code} "):
         SignatureSet(catalog, max_mem=1 << 20)
 
@@ -253,7 +266,9 @@ CUT_FRAME_PASTE = """transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py",
 (TaskRunner pid=22930) File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/module.py", line 1773, in _wrapped_call_impl
 (TaskRunner pid=22930) return self._call_impl(*args, **kwargs)
 RuntimeError: scatter(): Expected self.dtype to be equal to src.dtype"""
-FRAME_THEN_ERROR = r'(?s)modeling_qwen3_vl_moe\.py", line \d+, in forward.*?scatter\(\): Expected self\.dtype to be equal'
+FRAME_THEN_ERROR = (
+    r'(?s)modeling_qwen3_vl_moe\.py", line \d+, in forward.*?scatter\(\): Expected self\.dtype to be equal'
+)
 
 
 def test_a_frame_cut_before_its_file_starts_the_traceback_below_it():

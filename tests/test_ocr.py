@@ -8,8 +8,8 @@ import contextlib
 import io
 import os
 import shutil
-import subprocess
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -117,8 +117,10 @@ def test_bad_images_are_refused_on_the_paste_page_and_through_mcp(http, live_ser
 
     async def call():
         async with Client(f"{live_server.url}/mcp") as client:
-            return [await client.call_tool("diagnose_log", {"image_base64": base64.b64encode(data).decode()})
-                    for data, *_ in BAD_IMAGES]
+            return [
+                await client.call_tool("diagnose_log", {"image_base64": base64.b64encode(data).decode()})
+                for data, *_ in BAD_IMAGES
+            ]
 
     for answer in asyncio.run(call()):
         assert answer.is_error and answer.content[0].text
@@ -141,8 +143,9 @@ def test_image_over_the_size_setting_is_413(settings):
     Image.frombytes("RGB", (200, 200), os.urandom(200 * 200 * 3)).save(out, "PNG")  # noise: about 120 KB
     ingest(small)
     with LiveServer(create_app(small)) as server:
-        response = httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", out.getvalue(), "image/png")},
-                              timeout=60)
+        response = httpx.post(
+            f"{server.url}/api/v1/match", files={"image": ("a.png", out.getvalue(), "image/png")}, timeout=60
+        )
     assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
 
 
@@ -201,8 +204,9 @@ def ocr_slot_taken(settings, queue_timeout: float):
 
 
 def send_screenshot(server: LiveServer, timeout: float = 600) -> httpx.Response:
-    return httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", screenshot("dark-14"), "image/png")},
-                      timeout=timeout)
+    return httpx.post(
+        f"{server.url}/api/v1/match", files={"image": ("a.png", screenshot("dark-14"), "image/png")}, timeout=timeout
+    )
 
 
 def test_reading_an_image_leaves_the_event_loop_free(settings):
@@ -237,10 +241,14 @@ def test_screenshots_are_never_stored(tmp_path, content_dir, monkeypatch):
     spill.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spill))  # where a spooled upload would land
     private = [PRIVATE["email"], PRIVATE["home"], PRIVATE["ip"]]
-    image = screenshot("light-20", ["Traceback (most recent call last):",
-                                    f'  File "{PRIVATE["home"]}/verl/trainer/main_ppo.py", line 42, in run',
-                                    f"huggingface_hub.errors.HfHubHTTPError: 401 Client Error for {PRIVATE['email']} "
-                                    f"at {PRIVATE['ip']}"])
+    image = screenshot(
+        "light-20",
+        [
+            "Traceback (most recent call last):",
+            f'  File "{PRIVATE["home"]}/verl/trainer/main_ppo.py", line 42, in run',
+            f"huggingface_hub.errors.HfHubHTTPError: 401 Client Error for {PRIVATE['email']} at {PRIVATE['ip']}",
+        ],
+    )
     settings = insights_settings(tmp_path, content_dir, ocr_timeout=600)
     with served(settings) as server, httpx.Client(base_url=server.url, timeout=600) as http:
         answer = match_image(http, image)
@@ -256,7 +264,7 @@ def test_screenshots_are_never_stored(tmp_path, content_dir, monkeypatch):
     stored = _database_text(settings)
     assert not [value for value in private if value in stored]
     assert not list(spill.iterdir())
-    pieces = [image[i:i + 64] for i in range(64, len(image) - 64, len(image) // 8)]
+    pieces = [image[i : i + 64] for i in range(64, len(image) - 64, len(image) // 8)]
     for path in settings.data_dir.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
@@ -276,8 +284,9 @@ def test_ocr_needs_no_network():
     image = screenshot("cropped-window", [KV_MESSAGE])
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
         pytest.skip("cannot make a network namespace here (needs unshare and root, as in CI)")
-    done = subprocess.run(["unshare", "-n", sys.executable, "-c", OFFLINE_READ], input=image, capture_output=True,
-                          cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", OFFLINE_READ], input=image, capture_output=True, cwd=ROOT, timeout=600
+    )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert KV_MESSAGE in done.stdout.decode()
 
@@ -287,17 +296,23 @@ def box(text: str, left: float, row: int, cell: float = 10.0, height: float = 20
 
 
 def test_layout_indents_by_monospace_cells_and_joins_wrapped_rows():
-    lines = to_lines([
-        box("Traceback (most recent call last):", 0, 0),
-        box('File "/a/b.py", line 3, in f', 20, 1),
-        box("x = y[0]", 40, 2),
-        box("(TaskRunner pid=1) RuntimeError: the tail of this line wra", 0, 3),
-        box("pped at the window edge", 0, 4),
-        box("new paragraph after a blank line", 0, 6),
-    ])
-    assert lines == ["Traceback (most recent call last):", '  File "/a/b.py", line 3, in f', "    x = y[0]",
-                     "(TaskRunner pid=1) RuntimeError: the tail of this line wrapped at the window edge",
-                     "new paragraph after a blank line"]
+    lines = to_lines(
+        [
+            box("Traceback (most recent call last):", 0, 0),
+            box('File "/a/b.py", line 3, in f', 20, 1),
+            box("x = y[0]", 40, 2),
+            box("(TaskRunner pid=1) RuntimeError: the tail of this line wra", 0, 3),
+            box("pped at the window edge", 0, 4),
+            box("new paragraph after a blank line", 0, 6),
+        ]
+    )
+    assert lines == [
+        "Traceback (most recent call last):",
+        '  File "/a/b.py", line 3, in f',
+        "    x = y[0]",
+        "(TaskRunner pid=1) RuntimeError: the tail of this line wrapped at the window edge",
+        "new paragraph after a blank line",
+    ]
 
 
 def test_layout_restores_ascii_punctuation_but_keeps_chinese_lines():
@@ -310,10 +325,18 @@ def test_layout_puts_back_spaces_the_recogniser_dropped():
     placed = tuple((char, 5.0 + 10 * column) for column, char in enumerate("only support") if char != " ")
     read = TextBox("onlysupport", 0, 0, 120, 20, 0.99, placed)
     assert to_lines([read]) == ["only support"]
+
     # two boxes whose padding overlaps: the characters decide, not the boxes' edges
     def word(text: str, start: float) -> TextBox:
-        return TextBox(text, start - 5, 0, start + 10 * len(text), 20, 0.99,
-                       tuple((c, start + 5 + 10 * i) for i, c in enumerate(text)))
+        return TextBox(
+            text,
+            start - 5,
+            0,
+            start + 10 * len(text),
+            20,
+            0.99,
+            tuple((c, start + 5 + 10 * i) for i, c in enumerate(text)),
+        )
 
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 100)]) == ["ConfigAttributeError"]
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 110)]) == ["ConfigAttr ibuteError"]

@@ -27,7 +27,7 @@ TRAINING_LOG = [
 
 def hard_wrapped(lines: list[str], width: int) -> list[str]:
     """What a terminal that wraps at ``width`` columns hands over when its text is copied."""
-    return [line[start:start + width] for line in lines for start in range(0, max(len(line), 1), width)]
+    return [line[start : start + width] for line in lines for start in range(0, max(len(line), 1), width)]
 
 
 FRAME_LINE_RE = re.compile(r'\s*File "[^"]+", line \d+, in \S+\s*$')
@@ -51,10 +51,16 @@ def with_caret_markers(lines: list[str]) -> list[str]:
         prefix, body = _split_prefix(line)
         above = _split_prefix(lines[index - 1])[1] if index else ""
         below = _split_prefix(lines[index + 1])[1] if index + 1 < len(lines) else ""
-        if (FRAME_LINE_RE.match(above) and body.startswith(" ") and body.strip() and not FRAME_LINE_RE.match(body)
-                and not _is_marker_line(body) and not _is_marker_line(below)):
+        if (
+            FRAME_LINE_RE.match(above)
+            and body.startswith(" ")
+            and body.strip()
+            and not FRAME_LINE_RE.match(body)
+            and not _is_marker_line(body)
+            and not _is_marker_line(below)
+        ):
             code = body.lstrip()
-            marked.append(prefix + body[:len(body) - len(code)] + "^" * min(40, len(code)))
+            marked.append(prefix + body[: len(body) - len(code)] + "^" * min(40, len(code)))
     return marked
 
 
@@ -81,7 +87,8 @@ DISGUISES = {
     "after a long training log": lambda lines: [*TRAINING_LOG, *lines],
     "hard-wrapped at 120 columns": lambda lines: hard_wrapped(lines, 120),
     "ray worker prefix, hard-wrapped at 100 columns": lambda lines: hard_wrapped(
-        [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100),
+        [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100
+    ),
     "python 3.11 caret markers under code lines": with_caret_markers,
     "frame lines exactly 120 columns wide, hard-wrapped at 120": lambda lines: frames_at_full_width(lines, 120),
 }

@@ -33,8 +33,12 @@ SEED_LINES = [
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     data = tmp_path_factory.mktemp("seed")
-    settings = Settings(data_dir=data / "data", content_dir=ROOT / "content" / "errors", secret_key="s" * 40,
-                        vote_rate_limit="1000/minute")
+    settings = Settings(
+        data_dir=data / "data",
+        content_dir=ROOT / "content" / "errors",
+        secret_key="s" * 40,
+        vote_rate_limit="1000/minute",
+    )
     ingest(settings)
     with TestClient(create_app(settings)) as test_client:
         yield test_client

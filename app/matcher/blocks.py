@@ -98,8 +98,12 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
         if index <= covered_until or len(blocks) >= MAX_BLOCKS:
             continue
         text = lines[index]
-        if (TRACEBACK_START.match(text) or FRAME_RE.match(text) or _ray_wrapper_with_frames(lines, index)
-                or _cut_frame_starts_traceback(lines, index)):
+        if (
+            TRACEBACK_START.match(text)
+            or FRAME_RE.match(text)
+            or _ray_wrapper_with_frames(lines, index)
+            or _cut_frame_starts_traceback(lines, index)
+        ):
             block = _read_traceback(paste, index)
         elif any(marker in text for marker in NOISE_MARKERS) or not text.strip():
             continue
@@ -115,8 +119,11 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
 
 def _ray_wrapper_with_frames(lines: list[str], index: int) -> bool:
     """A paste that starts at Ray's `RayTaskError(X): ray::task()` line, its worker's frames below it."""
-    return (WRAPPED_TYPE_RE.search(lines[index]) is not None and index + 1 < len(lines)
-            and FRAME_RE.match(lines[index + 1]) is not None)
+    return (
+        WRAPPED_TYPE_RE.search(lines[index]) is not None
+        and index + 1 < len(lines)
+        and FRAME_RE.match(lines[index + 1]) is not None
+    )
 
 
 def _leading_cut_frame(lines: list[str]) -> set[int]:
@@ -129,8 +136,12 @@ def _cut_frame_starts_traceback(lines: list[str], index: int) -> bool:
     """A frame line cut before `File "` at the top of the paste (or after a blank line): the traceback
     that follows starts there, so what matched on it belongs to that traceback."""
     text = lines[index]
-    return (len(text) <= MAX_FRAME_LINE and (index == 0 or not lines[index - 1].strip()) and '", line ' in text
-            and FRAME_TAIL_RE.match(text) is not None)
+    return (
+        len(text) <= MAX_FRAME_LINE
+        and (index == 0 or not lines[index - 1].strip())
+        and '", line ' in text
+        and FRAME_TAIL_RE.match(text) is not None
+    )
 
 
 def _read_error_line(paste: Paste, index: int) -> Block:
@@ -178,8 +189,16 @@ def _read_traceback(paste: Paste, start: int) -> Block:
     # Cut before its last line: no exception at all, or only a Ray wrapper that names an inner error
     # (RayTaskError(OutOfMemoryError)) whose own line never came.
     truncated = root is None and (wrapper is None or wrapped is not None)
-    return Block("traceback", start, end, exception_line, message, frames, truncated=truncated,
-                 wrapped_type=wrapped.group(1) if wrapped else "")
+    return Block(
+        "traceback",
+        start,
+        end,
+        exception_line,
+        message,
+        frames,
+        truncated=truncated,
+        wrapped_type=wrapped.group(1) if wrapped else "",
+    )
 
 
 def _ray_tasks(lines: list[str], block: Block) -> list[str]:

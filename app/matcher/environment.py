@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
-
 import re2
+from packaging.version import InvalidVersion, Version
 
 from app.entries.model import applies_to_parts
 from app.matcher.normalise import Paste

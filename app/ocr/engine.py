@@ -73,12 +73,17 @@ class OcrEngine:
 
                 # Terminal rows sit closer than the lines of a document: without dilation and with a lower box
                 # threshold the detector keeps two rows apart instead of dropping the merged region
-                params = {"Global.log_level": "warning", "Global.use_cls": False, "Det.use_dilation": False,
-                          "Det.box_thresh": 0.4,
-                          # the image comes already sized (detection_scale): no second resize inside
-                          "Det.limit_type": "max", "Det.limit_side_len": 1 << 16,
-                          "EngineConfig.onnxruntime.intra_op_num_threads": self.threads or -1,
-                          "EngineConfig.onnxruntime.inter_op_num_threads": 1}
+                params = {
+                    "Global.log_level": "warning",
+                    "Global.use_cls": False,
+                    "Det.use_dilation": False,
+                    "Det.box_thresh": 0.4,
+                    # the image comes already sized (detection_scale): no second resize inside
+                    "Det.limit_type": "max",
+                    "Det.limit_side_len": 1 << 16,
+                    "EngineConfig.onnxruntime.intra_op_num_threads": self.threads or -1,
+                    "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+                }
                 ocr = RapidOCR(params=params)
                 # the pinned release's own loaders: they resolve the models shipped in the wheel
                 self._models = (ocr._load_det_model(), ocr._load_rec_model())
@@ -115,8 +120,17 @@ class OcrEngine:
             result = recogniser(_rec_input([bgr[top:bottom, left:right]]))
             text, score, words = result.txts[0], result.scores[0], result.word_results[0]
             if text.strip() and score >= MIN_SCORE:
-                found.append(TextBox(text, left, top, right, bottom, float(score),
-                                     tuple((char, left + x) for char, x in _char_centres(words, right - left))))
+                found.append(
+                    TextBox(
+                        text,
+                        left,
+                        top,
+                        right,
+                        bottom,
+                        float(score),
+                        tuple((char, left + x) for char, x in _char_centres(words, right - left)),
+                    )
+                )
         stats["recognise_cpu_s"] = time.process_time() - started
         if time.monotonic() > deadline:
             raise OcrTimeout()
@@ -143,8 +157,12 @@ def content_box(image: np.ndarray) -> tuple[int, int, int, int]:
     columns = np.flatnonzero(np.ptp(image, axis=0).max(axis=1) > UNIFORM_SPREAD)
     if len(rows) == 0 or len(columns) == 0:
         return 0, 0, width, height
-    return (max(0, int(columns[0]) - TRIM_PAD), max(0, int(rows[0]) - TRIM_PAD),
-            min(width, int(columns[-1]) + 1 + TRIM_PAD), min(height, int(rows[-1]) + 1 + TRIM_PAD))
+    return (
+        max(0, int(columns[0]) - TRIM_PAD),
+        max(0, int(rows[0]) - TRIM_PAD),
+        min(width, int(columns[-1]) + 1 + TRIM_PAD),
+        min(height, int(rows[-1]) + 1 + TRIM_PAD),
+    )
 
 
 def detection_scale(height: int, width: int) -> float:
@@ -174,8 +192,11 @@ def _scaled(image: np.ndarray, scale: float) -> np.ndarray:
     import cv2
 
     height, width = image.shape[:2]
-    return cv2.resize(image, (max(1, round(width * scale)), max(1, round(height * scale))),
-                      interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+    return cv2.resize(
+        image,
+        (max(1, round(width * scale)), max(1, round(height * scale))),
+        interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+    )
 
 
 def _bounds(quad: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -205,5 +226,8 @@ def _char_centres(words, width: int) -> tuple[tuple[str, float], ...]:
     if not words or not words.line_txt_len:
         return ()
     frame = width / words.line_txt_len
-    return tuple((char, (col + 0.5) * frame) for chars, cols in zip(words.words, words.word_cols)
-                 for char, col in zip(chars, cols))
+    return tuple(
+        (char, (col + 0.5) * frame)
+        for chars, cols in zip(words.words, words.word_cols, strict=True)
+        for char, col in zip(chars, cols, strict=True)
+    )

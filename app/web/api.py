@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Annotated, Literal
 
 import anyio
 import anyio.to_thread
-from typing import Annotated, Literal
-
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
@@ -27,12 +26,20 @@ HEALTH_DATABASE_BUDGET_S = 1.0
 INDEX_HEADER = "X-KB-Index"  # which index generation answered: every answer comes from exactly one
 ERRORS = {status: {"model": answers.ErrorResponse} for status in (404, 413, 422, 429, 503)}
 # `compact=1` answers a trimmed shape: documented as one of the two, so the contract holds for both
-COMPACT_SEARCH = {200: {"model": answers.SearchOut | answers.CompactSearchOut,
-                        "description": "The hits; with `compact=1` only code, title and URL of each."}}
-COMPACT_MATCH = {200: {"model": answers.MatchResponse | answers.CompactMatchResponse,
-                       "description": "The diagnosis; with `compact=1` trimmed for an LLM's context; with "
-                                      "`format=text` (or `Accept: text/plain`) the report `kb match` prints.",
-                       "content": {"text/plain": {"schema": {"type": "string"}}}}}
+COMPACT_SEARCH = {
+    200: {
+        "model": answers.SearchOut | answers.CompactSearchOut,
+        "description": "The hits; with `compact=1` only code, title and URL of each.",
+    }
+}
+COMPACT_MATCH = {
+    200: {
+        "model": answers.MatchResponse | answers.CompactMatchResponse,
+        "description": "The diagnosis; with `compact=1` trimmed for an LLM's context; with "
+        "`format=text` (or `Accept: text/plain`) the report `kb match` prints.",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    }
+}
 Compact = Annotated[bool, Query(description="Short answer for LLM context windows: no HTML, scores or blocks.")]
 Lang = Annotated[Literal["en", "zh"], Query(description="Language of titles and bodies; falls back to English.")]
 
@@ -44,8 +51,11 @@ async def healthz(state: StateDep) -> JSONResponse:
     database, stalled = await _database_within(state, HEALTH_DATABASE_BUDGET_S)
     ready = manual is not None and database and state.error is None
     body = answers.Health(
-        status="ok" if ready else "starting", entries=len(manual.catalog) if manual else 0,
-        index=manual.content_hash[:14] if manual else None, database=database, detail=state.error or stalled,
+        status="ok" if ready else "starting",
+        entries=len(manual.catalog) if manual else 0,
+        index=manual.content_hash[:14] if manual else None,
+        database=database,
+        detail=state.error or stalled,
     )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
@@ -88,31 +98,61 @@ def get_error(request: Request, code: str, manual: ManualDep, lang: Lang = "en")
 
 
 @router.get("/api/v1/search", response_model=None, responses={**ERRORS, **COMPACT_SEARCH}, tags=["search"])
-def search(request: Request, manual: ManualDep,
-           q: Annotated[str, Query(max_length=2000)] = "", category: Category | None = None, lang: Lang = "en",
-           limit: Annotated[int, Query(ge=1, le=100)] = 10, page: Annotated[int, Query(ge=1, le=1000)] = 1,
-           compact: Compact = False):
+def search(
+    request: Request,
+    manual: ManualDep,
+    q: Annotated[str, Query(max_length=2000)] = "",
+    category: Category | None = None,
+    lang: Lang = "en",
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    page: Annotated[int, Query(ge=1, le=1000)] = 1,
+    compact: Compact = False,
+):
     """Full-text search in English and Chinese; identifiers are found whole and by parts."""
-    answer = manual.search(q, category=category, lang=lang, limit=limit, page=page, base=base_url(request),
-                           record="api")
-    return JSONResponse(dump(compact_search(answer) if compact else answer), headers={INDEX_HEADER: manual.content_hash})
+    answer = manual.search(
+        q, category=category, lang=lang, limit=limit, page=page, base=base_url(request), record="api"
+    )
+    return JSONResponse(
+        dump(compact_search(answer) if compact else answer), headers={INDEX_HEADER: manual.content_hash}
+    )
 
 
-MATCH_BODY = {"requestBody": {"required": True, "content": {
-    "application/json": {"schema": answers.MatchIn.model_json_schema()},
-    "multipart/form-data": {"schema": answers.MatchForm.model_json_schema()},
-    "text/plain": {"schema": {"type": "string", "description": "The log itself (`curl --data-binary @train.log`); "
-                                                               "`?limit=` sets how many matches."}},
-}}}
+MATCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": answers.MatchIn.model_json_schema()},
+            "multipart/form-data": {"schema": answers.MatchForm.model_json_schema()},
+            "text/plain": {
+                "schema": {
+                    "type": "string",
+                    "description": "The log itself (`curl --data-binary @train.log`); `?limit=` sets how many matches.",
+                }
+            },
+        },
+    }
+}
 IMAGE_ERRORS = {status: {"model": answers.ErrorResponse} for status in (413, 415, 422, 503)}
 
 
-@router.post("/api/v1/match", response_model=None, openapi_extra=MATCH_BODY,
-             responses={**ERRORS, **IMAGE_ERRORS, **COMPACT_MATCH}, tags=["match"])
-async def match(request: Request, given: MatchInputDep, manual: ManualDep,
-                settings: SettingsDep, lang: Lang = "en", compact: Compact = False,
-                format: Annotated[Literal["json", "text"] | None, Query(
-                    description="`text`: the report `kb match` prints, for a terminal")] = None):
+@router.post(
+    "/api/v1/match",
+    response_model=None,
+    openapi_extra=MATCH_BODY,
+    responses={**ERRORS, **IMAGE_ERRORS, **COMPACT_MATCH},
+    tags=["match"],
+)
+async def match(
+    request: Request,
+    given: MatchInputDep,
+    manual: ManualDep,
+    settings: SettingsDep,
+    lang: Lang = "en",
+    compact: Compact = False,
+    format: Annotated[
+        Literal["json", "text"] | None, Query(description="`text`: the report `kb match` prints, for a terminal")
+    ] = None,
+):
     """Diagnose a traceback or log, or a screenshot of one: the root cause first, cascades marked.
 
     Send JSON `{"text", "limit"}`, or `multipart/form-data` with an `image` part (PNG, JPEG, WebP); the text
@@ -124,7 +164,9 @@ async def match(request: Request, given: MatchInputDep, manual: ManualDep,
         if not given.text.strip():
             raise HTTPException(422, "text is empty: paste an error line, a traceback or a log")
         if len(given.text.encode("utf-8", "replace")) > settings.max_paste_bytes:
-            raise HTTPException(413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log")
+            raise HTTPException(
+                413, f"the paste exceeds {settings.max_paste_bytes} bytes; send the last part of the log"
+            )
         answer = await run_in_threadpool(lambda: manual.match(given.text, **asked))
     headers = {INDEX_HEADER: manual.content_hash}
     if format == "text" or (format is None and _prefers_text(request)):
@@ -138,16 +180,29 @@ def _prefers_text(request: Request) -> bool:
     return "text/plain" in accept and "json" not in accept
 
 
-@router.post("/api/v1/errors/{code}/fixes/{fix_id}/votes", response_model=answers.VoteOut, status_code=201,
-             responses={**ERRORS, 415: {"model": answers.ErrorResponse}}, tags=["votes"])
-def vote(request: Request, response: Response, code: str, fix_id: str, body: answers.VoteIn,
-         manual: ManualDep) -> answers.VoteOut:
+@router.post(
+    "/api/v1/errors/{code}/fixes/{fix_id}/votes",
+    response_model=answers.VoteOut,
+    status_code=201,
+    responses={**ERRORS, 415: {"model": answers.ErrorResponse}},
+    tags=["votes"],
+)
+def vote(
+    request: Request, response: Response, code: str, fix_id: str, body: answers.VoteIn, manual: ManualDep
+) -> answers.VoteOut:
     """Say whether a fix worked; voting again replaces your earlier vote."""
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise HTTPException(415, "votes are accepted as application/json only")
     voter, is_new = voter_of(request)
-    answer = manual.vote(code, fix_id, voter=voter, client=client_address(request), worked=body.worked,
-                         comment=body.comment, environment=body.model_dump(exclude={"worked", "comment"}, exclude_none=True))
+    answer = manual.vote(
+        code,
+        fix_id,
+        voter=voter,
+        client=client_address(request),
+        worked=body.worked,
+        comment=body.comment,
+        environment=body.model_dump(exclude={"worked", "comment"}, exclude_none=True),
+    )
     if is_new:
         set_voter_cookie(request, response, voter)
     return answer
@@ -158,13 +213,19 @@ def llms_txt(request: Request, manual: ManualDep) -> str:
     """What the manual is, how to call it, and every entry with its link (for LLM agents)."""
     base = str(request.base_url).rstrip("/")
     lines = [
-        "# verl Error Manual", "",
-        "> Known failures of verl (LLM RL post-training) with root causes and fixes ranked by user votes.", "",
-        "## API", "",
-        f"- POST {base}/api/v1/match with JSON {{\"text\": \"<traceback or log>\", \"limit\": 5}}: ranked diagnosis",
+        "# verl Error Manual",
+        "",
+        "> Known failures of verl (LLM RL post-training) with root causes and fixes ranked by user votes.",
+        "",
+        "## API",
+        "",
+        f'- POST {base}/api/v1/match with JSON {{"text": "<traceback or log>", "limit": 5}}: ranked diagnosis',
         f"- GET {base}/api/v1/search?q=<words>: full-text search (English and Chinese)",
         f"- GET {base}/api/v1/errors/<CODE>: one entry with fixes; {base}/errors/<CODE>.md as Markdown",
-        f"- MCP (streamable HTTP): {base}/mcp", "", "## Entries", "",
+        f"- MCP (streamable HTTP): {base}/mcp",
+        "",
+        "## Entries",
+        "",
     ]
     for entry in manual.catalog:
         lines.append(f"- [{entry.code}: {entry.meta.title}]({entry_url(base, entry.code)}.md): {entry.meta.summary}")

@@ -8,8 +8,8 @@ from fastapi import Depends, HTTPException, Query, Request
 
 from app.entries.facets import VERL_RELEASES
 from app.entries.model import Backend, Category, Engine, Hardware
-from app.settings import Settings
 from app.manual import Manual
+from app.settings import Settings
 from app.web.state import ServerState
 
 
@@ -42,8 +42,14 @@ async def browse_filters(
     """The browse filters of `/errors` and `/api/v1/errors`, checked once for both."""
     if verl and verl not in VERL_RELEASES:
         raise HTTPException(422, f"verl: {verl!r} is not a verl release ({', '.join(VERL_RELEASES)})")
-    return {"category": category, "backend": backend, "engine": engine, "hardware": hardware, "model": model,
-            "verl": verl}
+    return {
+        "category": category,
+        "backend": backend,
+        "engine": engine,
+        "hardware": hardware,
+        "model": model,
+        "verl": verl,
+    }
 
 
 StateDep = Annotated[ServerState, Depends(get_state)]

@@ -25,12 +25,19 @@ def _require_token(request: Request, expected: str, *, query_allowed: bool) -> N
     if not given and query_allowed:
         given = request.query_params.get("token", "")
     if not given or not hmac.compare_digest(given.encode(), expected.encode()):
-        raise HTTPException(401, "this view needs the insights token (Authorization: Bearer <token>)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "this view needs the insights token (Authorization: Bearer <token>)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
-@router.get("/api/v1/insights", response_model=answers.InsightsOut, tags=["insights"],
-            responses={status: {"model": answers.ErrorResponse} for status in (401, 404, 503)})
+@router.get(
+    "/api/v1/insights",
+    response_model=answers.InsightsOut,
+    tags=["insights"],
+    responses={status: {"model": answers.ErrorResponse} for status in (401, 404, 503)},
+)
 def insights_api(request: Request, manual: ManualDep, settings: SettingsDep) -> Response:
     """For maintainers: errors the manual missed, searches that found nothing or were not opened, matches
     users said were wrong, fixes that fail more than they work; each sorted by how many people it hit."""
@@ -41,7 +48,6 @@ def insights_api(request: Request, manual: ManualDep, settings: SettingsDep) -> 
 @router.get("/insights", name="insights_page", include_in_schema=False)
 def insights_page(request: Request, manual: ManualDep, settings: SettingsDep) -> Response:
     _require_token(request, settings.insights_token, query_allowed=True)
-    response = render(request, "insights.html", {"data": manual.insights(),
-                                                 "recording": settings.record_misses})
+    response = render(request, "insights.html", {"data": manual.insights(), "recording": settings.record_misses})
     response.headers.update(PRIVATE)
     return response
