@@ -15,9 +15,11 @@ from jinja2 import pass_context
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.entries import CATEGORY_NAMES
 from app.search.analysis import has_cjk
 
 LANGS = ("en", "zh")
+HTML_LANGS = {"en": "en", "zh": "zh-CN"}
 DEFAULT_LANG = "en"
 LANG_COOKIE = "kb_lang"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
@@ -88,7 +90,20 @@ def _ngettext(context, singular: str, plural: str, n: int) -> str:
     return translations(context.get("lang") or DEFAULT_LANG).ngettext(singular, plural, n)
 
 
+@pass_context
+def _html_lang(context) -> str:
+    return HTML_LANGS.get(context.get("lang"), "en")
+
+
+@pass_context
+def _category_name(context, category: str) -> str:
+    english, chinese = CATEGORY_NAMES[category]
+    return chinese if context.get("lang") == "zh" else english
+
+
 def install(env) -> None:
-    """Give a Jinja environment `_()`, `gettext`, `ngettext` and `{% trans %}` in the page's `lang`."""
+    """Give a Jinja environment `_()`, `gettext`, `ngettext` and `{% trans %}` in the page's `lang`, and
+    `html_lang()` and `category_name(code)` in it too."""
     env.add_extension("jinja2.ext.i18n")
     env.install_gettext_callables(_gettext, _ngettext, newstyle=True)
+    env.globals.update(html_lang=_html_lang, category_name=_category_name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi.templating import Jinja2Templates
 
-from app.entries import CATEGORY_NAMES
 from app.settings import ROOT
 from app.web import locale
 from app.web.urls import template_url_for
@@ -16,4 +15,4 @@ templates = Jinja2Templates(directory=ROOT / "templates")
 # file's mtime on each render cost a tenth of an entry page.
 templates.env.auto_reload = False
 locale.install(templates.env)  # `_()` and `{% trans %}` translate into the rendered page's `lang`
-templates.env.globals.update(category_names=CATEGORY_NAMES, static_version=STATIC_VERSION, url_for=template_url_for)
+templates.env.globals.update(static_version=STATIC_VERSION, url_for=template_url_for)
