@@ -127,6 +127,9 @@ class SearchHit(Answer):
     snippet: str = Field(description="HTML: matched words wrapped in <mark>, everything else escaped.")
     score: float
     url: str
+    title_zh: str = Field(description="The Chinese title, whatever `lang` is: a client can show it for a query "
+                                      "in Chinese (`title` and `snippet` follow `lang`).")
+    summary_zh: str = Field(description="The Chinese one-sentence summary, whatever `lang` is.")
 
 
 class SearchOut(Answer):

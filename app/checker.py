@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from app.entries import Catalog, Entry, Problem, load_catalog
+from app.entries.frontmatter import split
 from app.hydra_config import OverrideChecker
 from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.matcher import Matcher, SignatureError, compile_signature
@@ -13,6 +14,7 @@ from app.matcher.normalise import normalise
 from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
 from app.scaffold import TODO as UNFINISHED
 from app.search import synonyms
+from app.search.analysis import has_cjk
 from app.verl_release import VerlRelease
 
 MIN_BODY_WORDS = 60
@@ -40,6 +42,7 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_references(entry, codes)
         problems += _check_body(entry)
         problems += _check_fixes(entry)
+        problems += _check_fix_bodies_zh(entry)
         problems += _check_signatures(entry)
         problems += _check_finished(entry)
         if release is not None:
@@ -119,8 +122,23 @@ def _check_fixes(entry: Entry) -> list[Problem]:
                                             "(maintainer, users, source or unconfirmed)", "fixes", index))
         if fix.evidence_url and not fix.evidence_url.startswith("https://"):
             problems.append(_problem(entry, f"fixes[{index}].evidence_url must be an https URL", "fixes", index))
-        if entry.body_zh and fix.id not in entry.fix_bodies_zh:
-            problems.append(Problem(str(entry.zh_path), 1, f"fix_bodies: no Chinese body for fix {fix.id!r}"))
+    return problems
+
+
+def _check_fix_bodies_zh(entry: Entry) -> list[Problem]:
+    """A Chinese reader gets every fix in Chinese: a body per fix in the `.zh.md`, written in Chinese."""
+    if not entry.body_zh:
+        return []  # the missing Chinese body is reported once, by _check_body
+    document = split(entry.raw_zh)
+    problems = []
+    for fix in entry.meta.fixes:
+        body = entry.fix_bodies_zh.get(fix.id)
+        if body is None:
+            problems.append(Problem(str(entry.zh_path), document.line_of(("fix_bodies",)),
+                                    f"fix_bodies: no Chinese body for fix {fix.id!r}"))
+        elif not has_cjk(body):
+            problems.append(Problem(str(entry.zh_path), document.line_of(("fix_bodies", fix.id)),
+                                    f"fix_bodies.{fix.id}: no Chinese text; say in Chinese what the fix does"))
     return problems
 
 

@@ -173,6 +173,49 @@ def _read_source(source: str, max_bytes: int) -> bytes:
     return data
 
 
+@cli.command()
+def search(
+    query: Annotated[str, typer.Argument(help="Words, an error message or a config key, in English or Chinese.")],
+    category: Annotated[Optional[str], typer.Option(help="Only entries of this category (CFG, ROLL, ...).")] = None,
+    lang: Annotated[Optional[str], typer.Option(
+        help="Language of titles and snippets, en or zh (default: zh for a query in Chinese, else en).")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="How many hits to show.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON of GET /api/v1/search.")] = False,
+) -> None:
+    """Search the entries. Exit 0: hits; 1: none; 2: bad usage or no index; 3: internal error."""
+    import html
+    import json
+    import re
+
+    from app.answers import dump
+    from app.entries import ContentError
+    from app.manual import Manual
+    from app.search.analysis import has_cjk
+    from app.voting import Refused
+
+    if lang not in (None, "en", "zh"):
+        err.print("kb search: --lang must be en or zh", markup=False)
+        raise typer.Exit(2)
+    try:
+        manual = Manual.open(_settings(), fresh=True)
+        result = manual.search(query, category=category.upper() if category else None,
+                               lang=lang or ("zh" if has_cjk(query) else "en"), limit=limit)
+    except (ContentError, Refused) as exc:
+        err.print(f"kb search: {exc}", markup=False)
+        raise typer.Exit(2)
+    except Exception as exc:  # exit 1 means "nothing found": a crash must not look like it
+        err.print(f"kb search: internal error: {type(exc).__name__}: {exc}", markup=False)
+        raise typer.Exit(3)
+    if as_json:
+        print(json.dumps(dump(result), ensure_ascii=False, indent=2))
+    else:
+        for hit in result.hits:
+            out.print(f"{hit.code:<10} {hit.title}", markup=False)
+            out.print(f"{'':<10} {html.unescape(re.sub(r'<[^>]+>', '', hit.snippet))}", markup=False)
+        out.print(f"{result.total} result{'' if result.total == 1 else 's'}", markup=False)
+    raise typer.Exit(0 if result.hits else 1)
+
+
 @cli.command(name="eval")
 def eval_(
     folder: Annotated[Path, typer.Argument(help="Folder of labelled pastes ('# expect: <CODE>' or '# expect: none').")],

@@ -127,7 +127,7 @@ def home_answer(catalog: Catalog, stats: dict, lang: str) -> a.HomeOut:
 def search_answer(result: SearchResult, base: str, *, query: str, category: str | None, page: int,
                   limit: int) -> a.SearchOut:
     hits = [a.SearchHit(code=hit.code, title=hit.title, category=hit.category, snippet=hit.snippet, score=hit.score,
-                        url=entry_url(base, hit.code))
+                        url=entry_url(base, hit.code), title_zh=hit.title_zh, summary_zh=hit.summary_zh)
             for hit in result.hits]
     return a.SearchOut(
         query=query, category=category, hits=hits, total=result.total, facets=result.facets, page=page, limit=limit,

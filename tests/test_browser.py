@@ -169,3 +169,49 @@ def test_screenshot_pasted_or_dropped_gets_the_entry_of_its_text(page, how):
     page.get_by_role("button", name="Diagnose").click()
     expect(page.locator("article.match").first).to_have_attribute("data-code", "ROLL-901")
     expect(page.locator(".ocr-note")).to_have_count(0)
+
+
+KV_TITLE_ZH = "测试条目：vLLM KV cache 预算"
+
+
+def test_first_visit_follows_the_browsers_chinese(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")  # sends Accept-Language: zh-CN
+    page = context.new_page()
+    page.goto("/")
+    assert page.get_attribute("html", "lang") == "zh-CN"
+    assert "粘贴日志" in page.inner_text("header.site nav")
+    page.goto("/errors/ROLL-901")
+    assert "为什么会这样" in page.inner_text("main")
+    shot(page, "first-visit-zh")
+    context.close()
+
+
+def test_language_switch_sticks_over_the_browsers_language(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    page = context.new_page()
+    page.goto("/errors")
+    assert "全部条目" in page.inner_text("main")
+    page.click("header.site a[data-lang-toggle]")
+    page.wait_for_url("**lang=en")
+    assert "All entries" in page.inner_text("main")
+    page.goto("/errors/ROLL-901")  # the header still asks for Chinese; the choice wins
+    assert page.get_attribute("html", "lang") == "en" and "Why it happens" in page.inner_text("main")
+    other = context.new_page()
+    other.goto("/")
+    assert "Paste a log" in other.inner_text("header.site nav")
+    context.close()
+
+
+def test_chinese_query_shows_chinese_titles_in_an_english_ui(page):
+    page.goto("/")
+    page.fill("#site-q", "")
+    page.click("#site-q")
+    page.keyboard.type("显存", delay=30)
+    hit = page.locator("#live-results .hit").first
+    hit.wait_for(timeout=5000)
+    assert KV_TITLE_ZH in page.inner_text("#live-results")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search?q=*")
+    assert KV_TITLE_ZH in page.inner_text("main ol.hits")
+    assert page.get_attribute("html", "lang") == "en" and "Search" in page.inner_text("main h1")
+    shot(page, "search-chinese-query")

@@ -14,9 +14,15 @@ from whoosh.analysis import Filter, LowercaseFilter, StemFilter, StopFilter, Tok
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 TOKEN_RE = re.compile(rf"[{CJK}]+|[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 CJK_RE = re.compile(rf"^[{CJK}]")
+ANY_CJK_RE = re.compile(rf"[{CJK}]")
 PART_RE = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 PATH_SPLIT_RE = re.compile(r"[./:]+")
 WORD_SPLIT_RE = re.compile(r"[_\-]+")
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` holds a Chinese (CJK ideograph) character."""
+    return ANY_CJK_RE.search(text or "") is not None
 
 
 class CodeAwareTokenizer(Tokenizer):

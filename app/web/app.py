@@ -21,6 +21,7 @@ from app.settings import ROOT, Settings
 from app.store.db import make_engine
 from app.web import api, embed, feedback, insights, pages
 from app.web.admission import AdmissionLimit
+from app.web.locale import page_lang, remember_lang
 from app.web.mcp_tools import build_mcp, mount_mcp
 from app.web.middleware import (
     JSON_PATHS, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware, error_body,
@@ -112,6 +113,13 @@ def _wants_json(request: Request) -> bool:
     return request.url.path.startswith(JSON_PATHS) or request.url.path.endswith(".json")
 
 
+def _error_page(request: Request, context: dict, status_code: int, headers: dict | None = None) -> Response:
+    """The HTML error page, in the language the request's pages are in."""
+    context = {"lang": page_lang(request), **context}
+    response = templates.TemplateResponse(request, "error.html", context, status_code=status_code, headers=headers)
+    return remember_lang(request, response)
+
+
 def _error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -124,8 +132,8 @@ def _error_handlers(app: FastAPI) -> None:
         if _wants_json(request):
             return Response(error_body(code, message), exc.status_code, media_type="application/json",
                             headers=getattr(exc, "headers", None))
-        return templates.TemplateResponse(request, "error.html", {"status": exc.status_code, "message": message},
-                                          status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        return _error_page(request, {"status": exc.status_code, "message": message}, exc.status_code,
+                           getattr(exc, "headers", None))
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
@@ -138,8 +146,7 @@ def _error_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": POOL_RETRY_AFTER} if exc.status == 503 else None
         if _wants_json(request):
             return Response(error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers)
-        return templates.TemplateResponse(request, "error.html", {"status": exc.status, "message": exc.message},
-                                          status_code=exc.status, headers=headers)
+        return _error_page(request, {"status": exc.status, "message": exc.message}, exc.status, headers)
 
     @app.exception_handler(PoolTimeout)
     async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:
@@ -154,4 +161,4 @@ def _error_handlers(app: FastAPI) -> None:
         message = f"{where}: {first.get('msg', 'invalid input')}" if where else first.get("msg", "invalid input")
         if _wants_json(request):
             return JSONResponse({"error": {"code": "invalid_input", "message": message}}, 422)
-        return templates.TemplateResponse(request, "error.html", {"status": 422, "message": message}, status_code=422)
+        return _error_page(request, {"status": 422, "message": message}, 422)

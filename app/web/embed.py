@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from app import answers
 from app.web.deps import ManualDep, SettingsDep, base_url
+from app.web.locale import results_lang
 from app.web.templating import templates
 
 router = APIRouter()
@@ -32,7 +33,7 @@ def embed_entry(request: Request, code: str, manual: ManualDep,
 def embed_search(request: Request, manual: ManualDep, q: Annotated[str, Query(max_length=500)] = "",
                  lang: Annotated[str, Query(pattern="^(en|zh)$")] = "en") -> Response:
     """A search box with results, sized for a wiki sidebar."""
-    data = manual.search(q, lang=lang, limit=8, base=base_url(request)) if q.strip() else None
+    data = manual.search(q, lang=results_lang(q, lang), limit=8, base=base_url(request)) if q.strip() else None
     return templates.TemplateResponse(request, "embed/search.html", {"q": q, "data": data, "lang": lang})
 
 

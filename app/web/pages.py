@@ -17,22 +17,14 @@ from app.ocr import ImageRejected
 from app.views import entry_url, uncovered_crash
 from app.web.deps import FiltersDep, ManualDep, base_url
 from app.web.identity import client_address, csrf_token, form_voter, set_voter_cookie, voter_of
+from app.web.locale import page_lang, remember_lang, results_lang, translations
 from app.web.match_input import PasteFormDep
 from app.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
-LANG_COOKIE = "kb_lang"
 CONTEXT_LINES = 3  # lines shown around each matched line
 # Stands for the voter's CSRF token in a cached page; random, so no entry text can contain it.
 CSRF_SLOT = "csrf-" + secrets.token_hex(16)
-
-
-def page_lang(request: Request) -> str:
-    """`?lang=` wins, then the remembered choice, then English."""
-    asked = request.query_params.get("lang")
-    if asked in ("en", "zh"):
-        return asked
-    return "zh" if request.cookies.get(LANG_COOKIE) == "zh" else "en"
 
 
 def render(request: Request, template: str, context: dict, status_code: int = 200) -> Response:
@@ -41,7 +33,7 @@ def render(request: Request, template: str, context: dict, status_code: int = 20
     voter, is_new = voter_of(request)
     context = {"lang": lang, "csrf": csrf_token(request.app.state.kb.secret, voter), **context}
     response = templates.TemplateResponse(request, template, context, status_code=status_code)
-    return _remember(request, response, lang, voter, is_new)
+    return _remember(request, response, voter, is_new)
 
 
 def render_cached(request: Request, manual: Manual, key: tuple, template: str,
@@ -54,12 +46,11 @@ def render_cached(request: Request, manual: Manual, key: tuple, template: str,
     html = manual.cached(key, lambda: templates.get_template(template).render(
         {"request": request, "lang": lang, "csrf": CSRF_SLOT, **make_context()}))
     response = HTMLResponse(html.replace(CSRF_SLOT, csrf_token(request.app.state.kb.secret, voter)))
-    return _remember(request, response, lang, voter, is_new)
+    return _remember(request, response, voter, is_new)
 
 
-def _remember(request: Request, response: Response, lang: str, voter: str, is_new: bool) -> Response:
-    if request.query_params.get("lang") in ("en", "zh"):
-        response.set_cookie(LANG_COOKIE, lang, max_age=365 * 24 * 3600, samesite="lax")
+def _remember(request: Request, response: Response, voter: str, is_new: bool) -> Response:
+    remember_lang(request, response)
     if is_new:
         set_voter_cookie(request, response, voter)
     return response
@@ -78,8 +69,9 @@ def search_page(request: Request, manual: ManualDep,
                 page: Annotated[int, Query(ge=1, le=1000)] = 1, fragment: bool = False) -> Response:
     lang = page_lang(request)
     # as-you-type fragments are half-typed words: only a submitted search counts for the insights
-    data = manual.search(q, category=category, lang=lang, limit=10, page=page, base=base_url(request),
-                         record=None if fragment else "page") if q.strip() else None
+    # a query in Chinese gets Chinese titles and snippets in any UI language
+    data = manual.search(q, category=category, lang=results_lang(q, lang), limit=10, page=page,
+                         base=base_url(request), record=None if fragment else "page") if q.strip() else None
     template = "_results.html" if fragment else "search.html"
     # a submitted search's result links say which search they came from: opening one counts for it
     return render(request, template, {"q": q, "category": category, "data": data, "track_opens": not fragment,
@@ -96,7 +88,7 @@ def browse_page(request: Request, manual: ManualDep, filters: FiltersDep,
 @router.get("/errors/{code}.md", name="entry_markdown")
 def entry_markdown_page(code: str, manual: ManualDep, request: Request) -> PlainTextResponse:
     text = manual.markdown(code, lang=page_lang(request), base=base_url(request))
-    return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+    return remember_lang(request, PlainTextResponse(text, media_type="text/markdown; charset=utf-8"))
 
 
 @router.get("/errors/{code}", name="entry_page")
@@ -119,17 +111,19 @@ def paste_form(request: Request) -> Response:
 @router.post("/paste")
 async def paste_submit(request: Request, given: PasteFormDep, manual: ManualDep) -> Response:
     """Diagnose the pasted text, or the text read from an uploaded screenshot (shown in the box to correct)."""
-    asked = {"limit": 5, "lang": page_lang(request), "base": base_url(request), "context": CONTEXT_LINES}
+    lang = page_lang(request)
+    asked = {"limit": 5, "lang": lang, "base": base_url(request), "context": CONTEXT_LINES}
     text, ocr_text = given.text or "", None
     try:
         if given.image is not None:
             result = await run_in_threadpool(lambda: manual.match_image(given.image, **asked))
             text = ocr_text = result.ocr_text
         elif text.strip():
+            asked["lang"] = results_lang(text, lang)  # a paste in Chinese: Chinese titles in any UI language
             result = await run_in_threadpool(lambda: manual.match(text, **asked))
         else:
-            return render(request, "paste.html", {"text": "", "result": None,
-                                                  "problem": "Paste an error line, a traceback or a log first."}, 422)
+            problem = translations(lang).gettext("Paste an error line, a traceback or a log first.")
+            return render(request, "paste.html", {"text": "", "result": None, "problem": problem}, 422)
     except ImageRejected as rejected:
         return render(request, "paste.html", {"text": text, "result": None, "problem": rejected.message},
                       rejected.status)
