@@ -149,6 +149,17 @@ def test_chinese_paste_gets_chinese_suggestions_in_an_english_ui(client):
     assert KV_TITLE_ZH in page.text and "Paste a traceback or log" in page.text
 
 
+def test_an_english_traceback_with_a_chinese_path_keeps_the_english_ui(client):
+    """Only a paste whose words are mostly Chinese switches the titles; a Chinese folder name does not."""
+    traceback = ("Traceback (most recent call last):\n"
+                 '  File "/home/用户/训练/run.py", line 3, in <module>\n'
+                 "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                 "when initializing the engine.\n")
+    page = client.post("/paste?lang=en", data={"text": traceback})
+    assert page.status_code == 200
+    assert KV_TITLE_ZH not in page.text
+
+
 def test_empty_paste_is_refused_in_the_readers_language(client):
     page = client.post("/paste", data={"text": " "}, headers={"Accept-Language": ZH_BROWSER})
     assert page.status_code == 422 and "请先粘贴" in page.text

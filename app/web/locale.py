@@ -16,13 +16,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.entries import CATEGORY_NAMES
-from app.search.analysis import has_cjk
+from app.search.analysis import ANY_CJK_RE, has_cjk
 
 LANGS = ("en", "zh")
 HTML_LANGS = {"en": "en", "zh": "zh-CN"}
 DEFAULT_LANG = "en"
 LANG_COOKIE = "kb_lang"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
+PASTE_CJK_SHARE = 0.3  # of the letters: Chinese prose, not a Chinese path inside an English traceback
 GETTEXT_LOCALES = {"zh": "zh_CN"}  # English is the source language: its strings need no catalog
 
 
@@ -69,6 +70,17 @@ def remember_lang(request: Request, response: Response) -> Response:
 def results_lang(query: str, lang: str) -> str:
     """The language to show entry titles and summaries in: Chinese for a query in Chinese, whatever the UI's."""
     return "zh" if has_cjk(query) else lang
+
+
+def paste_lang(text: str, lang: str) -> str:
+    """Like ``results_lang`` for a paste, which is mostly English tracebacks: Chinese when its own words are.
+
+    A Chinese path, a progress bar or one Chinese sentence above a long traceback leaves the UI's language;
+    a paste that is mostly Chinese prose ("rollout 的时候显存不够") switches to Chinese.
+    """
+    cjk = len(ANY_CJK_RE.findall(text))
+    latin = sum(char.isascii() and char.isalpha() for char in text)
+    return "zh" if cjk and cjk >= PASTE_CJK_SHARE * (cjk + latin) else lang
 
 
 @cache

@@ -17,7 +17,7 @@ from app.ocr import ImageRejected
 from app.views import entry_url, uncovered_crash
 from app.web.deps import FiltersDep, ManualDep, base_url
 from app.web.identity import client_address, csrf_token, form_voter, set_voter_cookie, voter_of
-from app.web.locale import page_lang, remember_lang, results_lang, translations
+from app.web.locale import page_lang, paste_lang, remember_lang, results_lang, translations
 from app.web.match_input import PasteFormDep
 from app.web.templating import templates
 
@@ -119,7 +119,7 @@ async def paste_submit(request: Request, given: PasteFormDep, manual: ManualDep)
             result = await run_in_threadpool(lambda: manual.match_image(given.image, **asked))
             text = ocr_text = result.ocr_text
         elif text.strip():
-            asked["lang"] = results_lang(text, lang)  # a paste in Chinese: Chinese titles in any UI language
+            asked["lang"] = paste_lang(text, lang)  # a paste in Chinese: Chinese titles in any UI language
             result = await run_in_threadpool(lambda: manual.match(text, **asked))
         else:
             problem = translations(lang).gettext("Paste an error line, a traceback or a log first.")
