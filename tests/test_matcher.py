@@ -11,6 +11,7 @@ from app.matcher import Matcher
 from app.matcher.blocks import split_blocks
 from app.matcher.normalise import normalise
 from app.settings import ROOT
+from tests.conftest import FIXTURE_CONTENT
 
 KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
@@ -243,3 +244,70 @@ def test_a_signature_set_over_its_memory_budget_names_the_costliest_signature(tm
     wide.meta.signatures.append(r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError")
     with pytest.raises(SignatureError, match=rf"do not fit in one RE2 set of 1 MiB; the largest: {wide.code} "):
         SignatureSet(catalog, max_mem=1 << 20)
+
+
+# A paste that starts mid-traceback: the first line lost `File "/usr/.../site-packages/` to the cut.
+CUT_FRAME_PASTE = """transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py", line 391, in forward
+(TaskRunner pid=22930) hidden_states = self.mlp(hidden_states)
+(TaskRunner pid=22930) ^^^^^^^^^^^^^^^^^^^^^^^
+(TaskRunner pid=22930) File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/module.py", line 1773, in _wrapped_call_impl
+(TaskRunner pid=22930) return self._call_impl(*args, **kwargs)
+RuntimeError: scatter(): Expected self.dtype to be equal to src.dtype"""
+FRAME_THEN_ERROR = r'(?s)modeling_qwen3_vl_moe\.py", line \d+, in forward.*?scatter\(\): Expected self\.dtype to be equal'
+
+
+def test_a_frame_cut_before_its_file_starts_the_traceback_below_it():
+    blocks = blocks_of(CUT_FRAME_PASTE)
+    assert len(blocks) == 1
+    assert (blocks[0].kind, blocks[0].start, blocks[0].truncated) == ("traceback", 0, False)
+    assert blocks[0].exception_line.startswith("RuntimeError: scatter()")
+    assert blocks[0].frames[0] == "transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:forward"
+
+
+def test_a_sentence_quoting_a_frame_is_not_a_cut_frame():
+    text = 'see modeling_x.py", line 3, in forward for where it fails\nRuntimeError: boom'
+    assert [block.kind for block in blocks_of(text)] == ["error"]
+
+
+def test_a_signature_from_a_cut_frame_to_the_error_line_is_a_confident_diagnosis():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    entry = catalog.get("TRAIN-901")
+    entry.meta.signatures.append(FRAME_THEN_ERROR)
+    top = Matcher(catalog).diagnose(CUT_FRAME_PASTE).matches[0]
+    assert (top.code, top.confidence) == ("TRAIN-901", "high")
+    assert top.matched_line.startswith("RuntimeError: scatter()")
+    # the same signature on the whole frame line, the paste uncut, answers the same
+    whole = 'Traceback (most recent call last):\n  File "/usr/lib/python3/dist-packages/' + CUT_FRAME_PASTE
+    assert (Matcher(catalog).diagnose(whole).matches[0].confidence) == "high"
+
+
+def test_a_signature_from_a_frame_to_the_error_line_is_on_the_exception():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    signature = r"in update_policy\n(?:.*\n){0,4}?.*CUDA error: an illegal memory access"
+    catalog.get("TRAIN-901").meta.signatures.append(signature)
+    text = """Traceback (most recent call last):
+  File "/verl/verl/workers/actor/dp_actor.py", line 410, in update_policy
+    loss.backward()
+RuntimeError: CUDA error: an illegal memory access was encountered"""
+    top = Matcher(catalog).diagnose(text).matches[0]
+    assert (top.code, top.confidence, top.line_index) == ("TRAIN-901", "high", 3)
+
+
+def test_a_cut_frame_without_its_error_line_is_never_high():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    catalog.get("TRAIN-901").meta.signatures.append(r'modeling_qwen3_vl_moe\.py", line \d+, in forward')
+    cut = CUT_FRAME_PASTE.rsplit("\n", 1)[0]  # the error line is gone too
+    matches = Matcher(catalog).diagnose(cut).matches
+    assert matches and all(match.confidence != "high" for match in matches)
+
+
+def test_a_traceback_ending_in_a_bare_exception_is_complete():
+    # `raise Exception("...")` prints the class with nothing before "Exception": the traceback is whole
+    text = """Traceback (most recent call last):
+  File "/home/user/verl/verl/utils/fsdp_utils.py", line 128, in get_fsdp_wrap_policy
+    raise Exception("Could not find the transformer layer class to wrap in the model.")
+Exception: Could not find the transformer layer class to wrap in the model."""
+    block = blocks_of(text)[0]
+    assert not block.truncated
+    assert block.exception_line == "Exception: Could not find the transformer layer class to wrap in the model."
+    assert [b.kind for b in blocks_of("Exceptional things happened at step 3")] == ["error"]

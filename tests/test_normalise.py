@@ -139,3 +139,41 @@ def test_a_wrap_cut_inside_an_exception_name_is_joined():
     assert line[:100].endswith("Attribut")
     paste = normalise("\n".join([line[:100], line[100:]]))
     assert paste.lines == ["AttributeError: 'NoneType' object has no attribute 'result'"]
+
+
+def test_a_full_width_frame_line_keeps_its_code_line_apart():
+    # a frame line that happens to fill the 120 columns is complete: the indented line under it is its
+    # code, not its wrapped rest (a signature `in kl_penalty\n\s*raise` needs the two lines apart)
+    frame = '  File "/opt/conda/lib/python3.10/site-packages/verl/trainer/ppo/core_algos.py", line 1203, in kl_penalty'
+    frame = frame.replace("/opt/", "/opt/" + "x" * (119 - len(frame)) + "/")
+    assert len(frame) == 120
+    lines = ["Traceback (most recent call last):", frame, "    raise NotImplementedError", "NotImplementedError"]
+    assert normalise("\n".join(lines)).lines == lines
+
+
+def test_a_full_width_code_line_keeps_its_markers_apart():
+    code = "    return self._call_impl(*args, **kwargs) " + "#" * 76
+    assert len(code) == 120
+    lines = ['  File "/x/module.py", line 1773, in _wrapped_call_impl', code, "    " + "^" * 40, "RuntimeError: boom"]
+    assert normalise("\n".join(lines)).lines == lines
+
+
+def test_a_frame_line_wrapped_inside_its_path_is_still_joined():
+    frame = ('  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/fused_moe/'
+             'unquantized_fused_moe_method.py", line 238, in process_weights_after_loading')
+    pieces = [frame[:120], frame[120:]]
+    paste = normalise("\n".join([*pieces, "    self._setup_kernel(", "ValueError: x"]))
+    assert paste.lines == [frame, "    self._setup_kernel(", "ValueError: x"]
+
+
+def test_a_full_width_frame_line_keeps_an_unindented_code_line_apart_but_not_a_cut_name():
+    # pastes copied from a page that dropped the indentation still carry the code line on a line of its own
+    frame = '  File "/opt/conda/lib/python3.10/site-packages/verl/trainer/ppo/core_algos.py", line 1203, in kl_penalty'
+    frame = frame.replace("/opt/", "/opt/" + "x" * (119 - len(frame)) + "/")
+    unindented = normalise("\n".join([frame, "raise NotImplementedError", "NotImplementedError"]))
+    assert unindented.lines[1] == "raise NotImplementedError"
+    # a wrap that cut the function name: its tail is the same line's rest
+    longer = frame.replace("/opt/", "/opt/xxxx", 1)
+    cut, rest = longer[:120], longer[120:]
+    assert cut.endswith("in kl_pen") and rest == "alty"
+    assert normalise("\n".join([cut, rest, "    raise NotImplementedError"])).lines[0] == longer

@@ -2,8 +2,9 @@
 When a log holds only cascades, the first to appear leads: it is the nearest to what started them.
 
 Confidence: ``high`` when a signature matched the exception (or its message) of the block that ranks
-first; ``medium`` for other signature hits; ``low`` for full-text suggestions. A log whose final
-traceback no signature explains gives no ``high``: the manual may not know its real failure.
+first, or ran over several lines (a frame, then the error) to end on it; ``medium`` for other signature
+hits; ``low`` for full-text suggestions. A log whose final traceback no signature explains gives no
+``high``: the manual may not know its real failure.
 """
 
 from __future__ import annotations
@@ -104,9 +105,16 @@ class Matcher:
         where = _line_map(blocks)
         hits = []
         for signature, spans in found:
-            for start, _end in spans:
+            for start, end in spans:
                 line = paste.line_at(start)
                 block, on_exception = where.get(line, (None, False))
+                if not on_exception:
+                    # a signature over several lines (a frame, then the error) that ends on an error line
+                    # names that error: the hit is on it, wherever its first line fell
+                    last = paste.line_at(max(start, end - 1))
+                    last_block, last_on_exception = where.get(last, (None, False))
+                    if last_on_exception or (block is None and last_block is not None):
+                        line, block, on_exception = last, last_block, last_on_exception
                 hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, block, on_exception))
         return hits
 
