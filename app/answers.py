@@ -3,7 +3,7 @@ the templates). OpenAPI is built from them; nothing else defines an answer's sha
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -38,7 +38,8 @@ class FixOut(Answer):
     dead_end_reason: Literal["content", "votes"] | None
     evidence: Literal["maintainer", "users", "source", "unconfirmed"] = Field(
         description="What the advice rests on: a maintainer said so, users confirmed it, it was read in the "
-        "source, or nobody has confirmed it yet.")
+        "source, or nobody has confirmed it yet."
+    )
     evidence_url: str | None = Field(description="The thread, PR or source that shows it.")
     content_hash: str
 
@@ -52,7 +53,8 @@ class CommentOut(Answer):
 class EntryFixOut(FixOut):
     comments: list[CommentOut] = Field(description="The newest comments left with votes on this fix.")
     environments: dict[str, dict[str, dict[str, int]]] = Field(
-        description="field (verl_version, vllm_version, sglang_version, backend, gpu) -> value -> {up, down}.")
+        description="field (verl_version, vllm_version, sglang_version, backend, gpu) -> value -> {up, down}."
+    )
 
 
 class LinkOut(Answer):
@@ -81,7 +83,8 @@ class ErrorList(Answer):
     errors: list[ErrorSummary]
     total: int
     facets: dict[str, list[FacetValue]] = Field(
-        description="category, backend, engine, hardware, model, verl -> values with counts.")
+        description="category, backend, engine, hardware, model, verl -> values with counts."
+    )
 
 
 class ReviewOut(Answer):
@@ -127,8 +130,10 @@ class SearchHit(Answer):
     snippet: str = Field(description="HTML: matched words wrapped in <mark>, everything else escaped.")
     score: float
     url: str
-    title_zh: str = Field(description="The Chinese title, whatever `lang` is: a client can show it for a query "
-                                      "in Chinese (`title` and `snippet` follow `lang`).")
+    title_zh: str = Field(
+        description="The Chinese title, whatever `lang` is: a client can show it for a query "
+        "in Chinese (`title` and `snippet` follow `lang`)."
+    )
     summary_zh: str = Field(description="The Chinese one-sentence summary, whatever `lang` is.")
 
 
@@ -143,8 +148,10 @@ class SearchOut(Answer):
     pages: int
     suggestions: list[str]
     fuzzy: bool = Field(description="True when the words matched only with a typo allowance.")
-    dropped: list[str] = Field(description="When no entry has all the query's words: those the first hit lacks "
-                               "(the hits are the closest entries). Empty when an entry has them all.")
+    dropped: list[str] = Field(
+        description="When no entry has all the query's words: those the first hit lacks "
+        "(the hits are the closest entries). Empty when an entry has them all."
+    )
     limit: int
 
 
@@ -162,10 +169,16 @@ class CompactSearchOut(Answer):
 
 
 class MatchIn(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "text": "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
-        "limit": 5,
-    }]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "text": "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
+                    "limit": 5,
+                }
+            ]
+        }
+    )
 
     text: str = Field(min_length=1, description="A traceback, an error line or a whole training log.")
     limit: int = Field(5, ge=1, le=20)
@@ -196,8 +209,10 @@ class BlockOut(Answer):
     count: int = Field(description="How many times the same error appeared (e.g. once per rank).")
     ranks: str
     frames: list[str]
-    explained: bool = Field(description="Whether an entry's signature matched inside this block; a complete "
-                                        "traceback that none explains is an error the manual does not cover.")
+    explained: bool = Field(
+        description="Whether an entry's signature matched inside this block; a complete "
+        "traceback that none explains is an error the manual does not cover."
+    )
     truncated: bool = Field(description="A traceback cut before its final exception line.")
 
 
@@ -219,9 +234,12 @@ class VersionDriftOut(Answer):
     verl_version: str = Field(description="The verl release checked: one version or a span `0.5.0–0.6.1`.")
     verl_version_source: Literal["paste", "traceback", "pinned"] = Field(
         description="Where the release came from: stated in the paste, the releases whose files and line numbers "
-                    "fit the traceback, or the manual's pinned release.")
-    admitted_by: str | None = Field(description="The verl releases whose declared range admits the version found "
-                                                "(one version or a span), or null when none does.")
+        "fit the traceback, or the manual's pinned release."
+    )
+    admitted_by: str | None = Field(
+        description="The verl releases whose declared range admits the version found "
+        "(one version or a span), or null when none does."
+    )
     entry: str | None = Field(description="The matched entry about this package's drift (it says what to do), or null.")
     evidence: Evidence
 
@@ -238,7 +256,8 @@ class RaiseSiteOut(Answer):
     url: str = Field(description="The line at the release's tag on GitHub.")
     block: int
     located_by: Literal["frame", "message"] = Field(
-        description="`frame`: the traceback's deepest frame is this line; `message`: the message fits the statement's text.")
+        description="`frame`: the traceback's deepest frame is this line; `message`: the message fits the statement's text."
+    )
 
 
 class TruncatedOut(Answer):
@@ -248,30 +267,38 @@ class TruncatedOut(Answer):
     hint: str = Field(description="What the paste lacks and what to paste next.")
 
 
-Finding = Annotated[Union[VersionDriftOut, RaiseSiteOut, TruncatedOut], Field(discriminator="kind")]
+Finding = Annotated[VersionDriftOut | RaiseSiteOut | TruncatedOut, Field(discriminator="kind")]
 
 
 class MatchResponse(Answer):
     matches: list[MatchOut]
     blocks: list[BlockOut]
     environment: EnvironmentOut
-    findings: list[Finding] = Field(description="What the paste shows beyond the matches: version drift, the verl "
-                                                "statement that raised, what a truncated paste lacks.")
+    findings: list[Finding] = Field(
+        description="What the paste shows beyond the matches: version drift, the verl "
+        "statement that raised, what a truncated paste lacks."
+    )
     release_facts: str | None = Field(description="Why version and raise-site findings are unavailable, or null.")
-    fingerprint: str | None = Field(description="Id of the error this answer is about (its type, message without "
-                                    "variable parts and deepest verl frame); send it with `POST /api/v1/matches/"
-                                    "feedback` to say a match is not your error. Null when the paste holds no error.")
+    fingerprint: str | None = Field(
+        description="Id of the error this answer is about (its type, message without "
+        "variable parts and deepest verl frame); send it with `POST /api/v1/matches/"
+        "feedback` to say a match is not your error. Null when the paste holds no error."
+    )
     took_ms: float
-    ocr_text: str | None = Field(None, description="For an image: the text read from it, which was matched. "
-                                 "Send it back as `text`, corrected, if a character was misread.")
+    ocr_text: str | None = Field(
+        None,
+        description="For an image: the text read from it, which was matched. "
+        "Send it back as `text`, corrected, if a character was misread.",
+    )
     ocr_ms: float | None = Field(None, description="For an image: milliseconds spent reading it.")
 
 
 class MatchForm(BaseModel):
     """`multipart/form-data` for POST /api/v1/match: a screenshot (or a text part) and the limit."""
 
-    image: bytes | None = Field(None, json_schema_extra={"format": "binary"},
-                                description="A PNG, JPEG or WebP screenshot of the error.")
+    image: bytes | None = Field(
+        None, json_schema_extra={"format": "binary"}, description="A PNG, JPEG or WebP screenshot of the error."
+    )
     text: str | None = Field(None, description="The paste, when no image is sent.")
     limit: int = Field(5, ge=1, le=20)
 
@@ -280,8 +307,10 @@ FINGERPRINT_PATTERN = r"^[0-9a-f]{16}$"
 
 
 class FeedbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"code": "ROLL-001", "fingerprint": "3f2a9c0d1e4b5a67", "right": False}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"code": "ROLL-001", "fingerprint": "3f2a9c0d1e4b5a67", "right": False}]},
+    )
 
     code: str = Field(max_length=16, description="The code of the match shown.")
     fingerprint: str = Field(pattern=FINGERPRINT_PATTERN, description="`fingerprint` of the match answer.")
@@ -298,8 +327,9 @@ class FeedbackOut(Answer):
 class MissOut(Answer):
     fingerprint: str
     exception: str
-    template: str = Field(description="The message with numbers, paths, ids, addresses, names and quoted values "
-                                      "made placeholders.")
+    template: str = Field(
+        description="The message with numbers, paths, ids, addresses, names and quoted values made placeholders."
+    )
     frame: str | None = Field(description="The deepest verl frame, `verl/path.py:function`.")
     count: int = Field(description="Pastes of this error the manual had no answer for.")
     seen: int = Field(description="Pastes of this error in all.")
@@ -343,7 +373,9 @@ class InsightsOut(Answer):
 
 
 class VoteIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"worked": True, "verl_version": "0.9.1"}]})
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"worked": True, "verl_version": "0.9.1"}]}
+    )
 
     worked: bool
     comment: str | None = Field(None, max_length=500)
@@ -394,7 +426,6 @@ class CompactMatchResponse(Answer):
     findings: list[Finding]
 
 
-
 class FixOutcomeOut(Answer):
     """MCP `report_fix_outcome`: the fix with its new counts."""
 
@@ -418,6 +449,7 @@ class OEmbedOut(Answer):
 
 
 # What the pages show beyond the JSON answers: built from the same models.
+
 
 class CategoryOut(Answer):
     category: Category

@@ -14,7 +14,9 @@ from app.settings import ROOT
 ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
 KV = "(WorkerDict pid=48211, ip=10.0.3.7) ValueError: No available memory for the cache blocks."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
-WATCHDOG = "[rank0]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout"
+WATCHDOG = (
+    "[rank0]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout"
+)
 
 
 def _chromium() -> str | None:
@@ -30,9 +32,17 @@ def browser():
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=executable, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
+            executable_path=executable,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
         )
         yield browser
         browser.close()
@@ -117,11 +127,15 @@ def test_language_toggle_switches_text_and_is_remembered(page):
     shot(page, "entry-zh")
 
 
-@pytest.mark.parametrize("path,name", [("/", "home"), ("/errors", "browse"), ("/search?q=memory", "search"),
-                                       ("/errors/NOPE-001", "not-found")])
+@pytest.mark.parametrize(
+    "path,name",
+    [("/", "home"), ("/errors", "browse"), ("/search?q=memory", "search"), ("/errors/NOPE-001", "not-found")],
+)
 def test_pages_render_in_light_and_dark(browser, live_server, path, name):
     for scheme in ("light", "dark"):
-        context = browser.new_context(base_url=live_server.url, color_scheme=scheme, viewport={"width": 390, "height": 844})
+        context = browser.new_context(
+            base_url=live_server.url, color_scheme=scheme, viewport={"width": 390, "height": 844}
+        )
         page = context.new_page()
         response = page.goto(path)
         assert response.status == (404 if name == "not-found" else 200)
@@ -155,7 +169,7 @@ DROP_OR_PASTE = """([data, how]) => {
 def test_screenshot_pasted_or_dropped_gets_the_entry_of_its_text(page, how):
     import base64
 
-    from tests.test_ocr import KV_MESSAGE, KV_TRACEBACK, screenshot
+    from tests.test_ocr import KV_MESSAGE, screenshot
 
     image = base64.b64encode(screenshot("dark-14")).decode()
     page.goto("/paste")

@@ -43,9 +43,12 @@ def _extracted() -> set:
 
 
 def test_every_msgid_has_a_chinese_translation():
-    untranslated = [message.id for message in _catalog(PO) if message.id
-                    and (message.fuzzy or not all(message.string if isinstance(message.string, tuple)
-                                                  else [message.string]))]
+    untranslated = [
+        message.id
+        for message in _catalog(PO)
+        if message.id
+        and (message.fuzzy or not all(message.string if isinstance(message.string, tuple) else [message.string]))
+    ]
     assert untranslated == []
     assert len(_ids(_catalog(PO))) > 100
 
@@ -75,11 +78,24 @@ def test_templates_hold_no_chinese_text():
         assert "if lang == 'zh' else" not in text, f"{path.name}: an inline language switch"
 
 
-@pytest.mark.parametrize("header,lang", [
-    ("zh-CN,zh;q=0.9,en;q=0.8", "zh"), ("zh-TW", "zh"), ("zh", "zh"), ("zh-Hans-CN;q=1", "zh"),
-    ("en-US,en;q=0.9,zh-CN;q=0.8", "en"), ("fr-FR,zh;q=0.5", "zh"), ("fr-FR,de", None), ("", None), (None, None),
-    ("en;q=0.5,zh;q=0.6", "zh"), ("zh;q=0,en", "en"), ("zh;q=bad,en;q=0.1", "en"), ("*", None),
-])
+@pytest.mark.parametrize(
+    "header,lang",
+    [
+        ("zh-CN,zh;q=0.9,en;q=0.8", "zh"),
+        ("zh-TW", "zh"),
+        ("zh", "zh"),
+        ("zh-Hans-CN;q=1", "zh"),
+        ("en-US,en;q=0.9,zh-CN;q=0.8", "en"),
+        ("fr-FR,zh;q=0.5", "zh"),
+        ("fr-FR,de", None),
+        ("", None),
+        (None, None),
+        ("en;q=0.5,zh;q=0.6", "zh"),
+        ("zh;q=0,en", "en"),
+        ("zh;q=bad,en;q=0.1", "en"),
+        ("*", None),
+    ],
+)
 def test_accept_language_picks_the_preferred_supported_language(header, lang):
     assert accepted_lang(header) == lang
 
@@ -102,8 +118,10 @@ def test_explicit_choice_sticks_and_wins_over_the_header(client):
     assert "全部条目" in client.get("/errors", headers={"Accept-Language": "en"}).text
 
 
-@pytest.mark.parametrize("path", ["/", "/errors", "/errors/ROLL-901", "/errors/ROLL-901.md", "/search?q=memory",
-                                  "/paste", "/errors/NOPE-001"])
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/errors", "/errors/ROLL-901", "/errors/ROLL-901.md", "/search?q=memory", "/paste", "/errors/NOPE-001"],
+)
 def test_pages_that_follow_the_language_say_so_to_caches(client, path):
     response = client.get(path, headers={"Accept-Language": ZH_BROWSER})
     vary = {value.strip().lower() for value in response.headers["vary"].split(",")}
@@ -151,10 +169,12 @@ def test_chinese_paste_gets_chinese_suggestions_in_an_english_ui(client):
 
 def test_an_english_traceback_with_a_chinese_path_keeps_the_english_ui(client):
     """Only a paste whose words are mostly Chinese switches the titles; a Chinese folder name does not."""
-    traceback = ("Traceback (most recent call last):\n"
-                 '  File "/home/用户/训练/run.py", line 3, in <module>\n'
-                 "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-                 "when initializing the engine.\n")
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/用户/训练/run.py", line 3, in <module>\n'
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+        "when initializing the engine.\n"
+    )
     page = client.post("/paste?lang=en", data={"text": traceback})
     assert page.status_code == 200
     assert KV_TITLE_ZH not in page.text
@@ -167,8 +187,12 @@ def test_empty_paste_is_refused_in_the_readers_language(client):
 
 def test_kb_search_lists_chinese_titles_for_a_chinese_query(runner, settings):
     ingest(settings)
-    env = {"KB_DATA_DIR": str(settings.data_dir), "KB_CONTENT_DIR": str(settings.content_dir),
-           "KB_SECRET_KEY": settings.secret_key, "KB_RELEASES_DIR": str(settings.verl_dir)}
+    env = {
+        "KB_DATA_DIR": str(settings.data_dir),
+        "KB_CONTENT_DIR": str(settings.content_dir),
+        "KB_SECRET_KEY": settings.secret_key,
+        "KB_RELEASES_DIR": str(settings.verl_dir),
+    }
     chinese = runner.invoke(cli, ["search", "显存"], env=env)
     assert chinese.exit_code == 0, chinese.output
     assert KV_TITLE_ZH in chinese.output and KV_TITLE not in chinese.output
@@ -187,11 +211,15 @@ def _fix_bodies_problems(content_dir, release) -> list[str]:
 def test_a_fix_body_without_chinese_fails_the_check(content_dir, release):
     path = content_dir / "DIST-901.zh.md"
     text = path.read_text()
-    path.write_text(text.replace("在所有 rank 的日志中找到时间最早的报错，它才是根因。",
-                                 "Find the earliest error across all ranks' logs."))
+    path.write_text(
+        text.replace(
+            "在所有 rank 的日志中找到时间最早的报错，它才是根因。", "Find the earliest error across all ranks' logs."
+        )
+    )
     line = next(n for n, row in enumerate(path.read_text().splitlines(), 1) if "find-the-first-error" in row)
     assert _fix_bodies_problems(content_dir, release) == [
-        f"{path}:{line}: fix_bodies.find-the-first-error: no Chinese text; say in Chinese what the fix does"]
+        f"{path}:{line}: fix_bodies.find-the-first-error: no Chinese text; say in Chinese what the fix does"
+    ]
 
 
 def test_a_missing_fix_body_fails_the_check(content_dir, release):
@@ -199,4 +227,5 @@ def test_a_missing_fix_body_fails_the_check(content_dir, release):
     lines = [row for row in path.read_text().splitlines() if "restart-the-cluster" not in row]
     path.write_text("\n".join(lines) + "\n")
     assert _fix_bodies_problems(content_dir, release) == [
-        f"{path}:2: fix_bodies: no Chinese body for fix 'restart-the-cluster'"]
+        f"{path}:2: fix_bodies: no Chinese body for fix 'restart-the-cluster'"
+    ]

@@ -28,8 +28,19 @@ def has_cjk(text: str) -> bool:
 class CodeAwareTokenizer(Tokenizer):
     """Yield identifiers whole and, at the same position, each of their parts; CJK runs as bigrams."""
 
-    def __call__(self, value, positions=False, chars=False, keeporiginal=False, removestops=True,
-                 start_pos=0, start_char=0, tokenize=True, mode="", **kwargs):
+    def __call__(
+        self,
+        value,
+        positions=False,
+        chars=False,
+        keeporiginal=False,
+        removestops=True,
+        start_pos=0,
+        start_char=0,
+        tokenize=True,
+        mode="",
+        **kwargs,
+    ):
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         position = start_pos
         for match in TOKEN_RE.finditer(value):
@@ -102,4 +113,6 @@ class KeepIdentifiersStemFilter(Filter):
 
 def analyzer():
     """The analyzer for every text field (queries go through the same one)."""
-    return CodeAwareTokenizer() | LowercaseFilter() | StopFilter(minsize=1, renumber=False) | KeepIdentifiersStemFilter()
+    return (
+        CodeAwareTokenizer() | LowercaseFilter() | StopFilter(minsize=1, renumber=False) | KeepIdentifiersStemFilter()
+    )

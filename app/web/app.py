@@ -24,7 +24,11 @@ from app.web.admission import AdmissionLimit
 from app.web.locale import page_lang, remember_lang
 from app.web.mcp_tools import build_mcp, mount_mcp
 from app.web.middleware import (
-    JSON_PATHS, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware, error_body,
+    JSON_PATHS,
+    BodyLimitMiddleware,
+    HeadAsGetMiddleware,
+    SecurityHeadersMiddleware,
+    error_body,
 )
 from app.web.state import ServerState
 from app.web.templating import templates
@@ -32,9 +36,18 @@ from app.web.templating import templates
 log = logging.getLogger("kb")
 RELOAD_POLL_SECONDS = 2.0
 BODY_PARSE_ERROR = "There was an error parsing the body"
-STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-                413: "payload_too_large", 415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited",
-                503: "not_ready"}
+STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    429: "rate_limited",
+    503: "not_ready",
+}
 POOL_RETRY_AFTER = "2"
 
 
@@ -61,9 +74,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.dispose()
 
     app = FastAPI(
-        title="verl Error Manual", version="1.0",
+        title="verl Error Manual",
+        version="1.0",
         description="Paste a verl traceback or training log; get the root cause and the fixes that worked.",
-        lifespan=lifespan, docs_url="/api/docs", redoc_url=None, openapi_url="/api/v1/openapi.json",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
@@ -77,8 +94,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _error_handlers(app)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
-            allow_headers=["content-type"], allow_credentials=False,
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+            allow_credentials=False,
         )
     app.add_middleware(AdmissionLimit, settings=settings)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
@@ -130,10 +150,15 @@ def _error_handlers(app: FastAPI) -> None:
             message = exc.detail
         code = STATUS_CODES.get(exc.status_code, "error")
         if _wants_json(request):
-            return Response(error_body(code, message), exc.status_code, media_type="application/json",
-                            headers=getattr(exc, "headers", None))
-        return _error_page(request, {"status": exc.status_code, "message": message}, exc.status_code,
-                           getattr(exc, "headers", None))
+            return Response(
+                error_body(code, message),
+                exc.status_code,
+                media_type="application/json",
+                headers=getattr(exc, "headers", None),
+            )
+        return _error_page(
+            request, {"status": exc.status_code, "message": message}, exc.status_code, getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
@@ -145,14 +170,20 @@ def _error_handlers(app: FastAPI) -> None:
     async def image_rejected(request: Request, exc: ImageRejected) -> Response:
         headers = {"Retry-After": POOL_RETRY_AFTER} if exc.status == 503 else None
         if _wants_json(request):
-            return Response(error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers)
+            return Response(
+                error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers
+            )
         return _error_page(request, {"status": exc.status, "message": exc.message}, exc.status, headers)
 
     @app.exception_handler(PoolTimeout)
     async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:
         # every pooled connection stayed busy for the whole pool timeout: say so, do not answer 500
-        return Response(error_body("overloaded", "the database is busy; retry in a moment"), 503,
-                        media_type="application/json", headers={"Retry-After": POOL_RETRY_AFTER})
+        return Response(
+            error_body("overloaded", "the database is busy; retry in a moment"),
+            503,
+            media_type="application/json",
+            headers={"Retry-After": POOL_RETRY_AFTER},
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import secrets
-from urllib.parse import quote
 from collections.abc import Callable
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -36,15 +36,20 @@ def render(request: Request, template: str, context: dict, status_code: int = 20
     return _remember(request, response, voter, is_new)
 
 
-def render_cached(request: Request, manual: Manual, key: tuple, template: str,
-                  make_context: Callable[[], dict]) -> Response:
+def render_cached(
+    request: Request, manual: Manual, key: tuple, template: str, make_context: Callable[[], dict]
+) -> Response:
     """Like ``render``, but the HTML is made once per ``key`` (which must name everything the page shows
     besides the language and the host) and reused with only the voter's CSRF token put in."""
     lang = page_lang(request)
     voter, is_new = voter_of(request)
     key = ("page", template, lang, str(request.base_url), *key)
-    html = manual.cached(key, lambda: templates.get_template(template).render(
-        {"request": request, "lang": lang, "csrf": CSRF_SLOT, **make_context()}))
+    html = manual.cached(
+        key,
+        lambda: templates.get_template(template).render(
+            {"request": request, "lang": lang, "csrf": CSRF_SLOT, **make_context()}
+        ),
+    )
     response = HTMLResponse(html.replace(CSRF_SLOT, csrf_token(request.app.state.kb.secret, voter)))
     return _remember(request, response, voter, is_new)
 
@@ -59,28 +64,58 @@ def _remember(request: Request, response: Response, voter: str, is_new: bool) ->
 @router.get("/", name="home")
 def home(request: Request, manual: ManualDep) -> Response:
     answer = manual.home(lang=page_lang(request))
-    return render(request, "home.html", {"categories": answer.categories, "most_voted": answer.most_voted,
-                                         "total": answer.total})
+    return render(
+        request, "home.html", {"categories": answer.categories, "most_voted": answer.most_voted, "total": answer.total}
+    )
 
 
 @router.get("/search", name="search_page")
-def search_page(request: Request, manual: ManualDep,
-                q: Annotated[str, Query(max_length=2000)] = "", category: Category | None = None,
-                page: Annotated[int, Query(ge=1, le=1000)] = 1, fragment: bool = False) -> Response:
+def search_page(
+    request: Request,
+    manual: ManualDep,
+    q: Annotated[str, Query(max_length=2000)] = "",
+    category: Category | None = None,
+    page: Annotated[int, Query(ge=1, le=1000)] = 1,
+    fragment: bool = False,
+) -> Response:
     lang = page_lang(request)
     # as-you-type fragments are half-typed words: only a submitted search counts for the insights
     # a query in Chinese gets Chinese titles and snippets in any UI language
-    data = manual.search(q, category=category, lang=results_lang(q, lang), limit=10, page=page,
-                         base=base_url(request), record=None if fragment else "page") if q.strip() else None
+    data = (
+        manual.search(
+            q,
+            category=category,
+            lang=results_lang(q, lang),
+            limit=10,
+            page=page,
+            base=base_url(request),
+            record=None if fragment else "page",
+        )
+        if q.strip()
+        else None
+    )
     template = "_results.html" if fragment else "search.html"
     # a submitted search's result links say which search they came from: opening one counts for it
-    return render(request, template, {"q": q, "category": category, "data": data, "track_opens": not fragment,
-                                      "categories": manual.categories(lang=lang)})
+    return render(
+        request,
+        template,
+        {
+            "q": q,
+            "category": category,
+            "data": data,
+            "track_opens": not fragment,
+            "categories": manual.categories(lang=lang),
+        },
+    )
 
 
 @router.get("/errors", name="browse_page")
-def browse_page(request: Request, manual: ManualDep, filters: FiltersDep,
-                sort: Annotated[str, Query(pattern="^(code|votes)$")] = "code") -> Response:
+def browse_page(
+    request: Request,
+    manual: ManualDep,
+    filters: FiltersDep,
+    sort: Annotated[str, Query(pattern="^(code|votes)$")] = "code",
+) -> Response:
     data = manual.browse(filters=filters, sort=sort, lang=page_lang(request), base=base_url(request))
     return render(request, "errors.html", {"data": data})
 
@@ -99,8 +134,9 @@ def entry_page(request: Request, code: str, manual: ManualDep) -> Response:
     voted = request.query_params.get("voted")
     if request.query_params.get("sq"):  # opened from the search page's results (see _results.html)
         manual.opened(request.query_params["sq"])
-    return render_cached(request, manual, (voted, *entry.cache_key), "entry.html",
-                         lambda: {"entry": entry, "voted": voted})
+    return render_cached(
+        request, manual, (voted, *entry.cache_key), "entry.html", lambda: {"entry": entry, "voted": voted}
+    )
 
 
 @router.get("/paste", name="paste_page")
@@ -125,20 +161,42 @@ async def paste_submit(request: Request, given: PasteFormDep, manual: ManualDep)
             problem = translations(lang).gettext("Paste an error line, a traceback or a log first.")
             return render(request, "paste.html", {"text": "", "result": None, "problem": problem}, 422)
     except ImageRejected as rejected:
-        return render(request, "paste.html", {"text": text, "result": None, "problem": rejected.message},
-                      rejected.status)
-    return render(request, "paste.html", {"text": text, "result": result, "crash": uncovered_crash(result),
-                                          "feedback": manual.settings.record_misses, "ocr_text": ocr_text})
+        return render(
+            request, "paste.html", {"text": text, "result": None, "problem": rejected.message}, rejected.status
+        )
+    return render(
+        request,
+        "paste.html",
+        {
+            "text": text,
+            "result": result,
+            "crash": uncovered_crash(result),
+            "feedback": manual.settings.record_misses,
+            "ocr_text": ocr_text,
+        },
+    )
 
 
 @router.post("/errors/{code}/fixes/{fix_id}/vote", name="vote_form")
-def vote_form(request: Request, code: str, fix_id: str, manual: ManualDep,
-              worked: Annotated[str, Form(pattern="^(yes|no)$")],
-              csrf: Annotated[str, Form()] = "", comment: Annotated[str, Form(max_length=500)] = "") -> Response:
+def vote_form(
+    request: Request,
+    code: str,
+    fix_id: str,
+    manual: ManualDep,
+    worked: Annotated[str, Form(pattern="^(yes|no)$")],
+    csrf: Annotated[str, Form()] = "",
+    comment: Annotated[str, Form(max_length=500)] = "",
+) -> Response:
     """The no-JavaScript vote: a form POST with a CSRF token, then back to the entry."""
     manual.get(code)
     voter = form_voter(request, csrf, "the form expired; reload the page and vote again")
-    manual.vote(code, fix_id, voter=voter, client=client_address(request), worked=worked == "yes",
-                comment=comment.strip() or None)
+    manual.vote(
+        code,
+        fix_id,
+        voter=voter,
+        client=client_address(request),
+        worked=worked == "yes",
+        comment=comment.strip() or None,
+    )
     target = f"{entry_url(base_url(request), manual.get(code).code)}?voted={quote(fix_id)}#fix-{fix_id}"
     return RedirectResponse(target, status_code=303)
