@@ -79,7 +79,7 @@ def test_dev_titles_floor(search):
 
 def test_every_title_names_its_thread_and_existing_entries():
     codes = {path.stem for path in (ROOT / "content" / "errors").glob("*.md") if not path.name.endswith(".zh.md")}
-    for name in ("dev.tsv", "holdout.tsv"):
+    for name in ("dev.tsv", "dev2.tsv"):
         for row in (TITLES / name).read_text(encoding="utf-8").splitlines()[1:]:
             _, expect, lang, title, source, *_ = row.split("\t")
             assert source.startswith("https://github.com/") and title and lang in ("en", "zh")
