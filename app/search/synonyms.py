@@ -22,11 +22,14 @@ class Synonyms:
     """Group name -> its words; the reverse index finds a word's group."""
 
     groups: dict[str, tuple[str, ...]]
+    # groups and words that say little about which failure is meant ('error', 'how to', 'does')
+    light: frozenset[str] = frozenset()
 
     @classmethod
     def load(cls, path: Path = DEFAULT_PATH) -> Synonyms:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return cls({name: tuple(_normal(word) for word in words) for name, words in (data.get("groups") or {}).items()})
+        return cls({name: tuple(_normal(word) for word in words) for name, words in (data.get("groups") or {}).items()},
+                   frozenset(_normal(word) for word in data.get("light") or []))
 
     def chinese_words(self) -> list[tuple[str, str]]:
         """(word, group) for every Chinese word, longest first, for spotting inside a run of characters."""
