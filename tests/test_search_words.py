@@ -102,6 +102,13 @@ def test_when_no_entry_has_all_words_the_missing_ones_are_named(search):
     assert search.search("vllm rollout hangs").dropped == []
 
 
+def test_light_words_are_never_named_as_dropped(search):
+    # a question's frame is missing from most entries: naming it would put the note on every question
+    assert search.search("Does the code support resume from checkpoint?").dropped == []
+    # but a word of the user's own that nothing has is named, even beside a light word that matched
+    assert search.search("does qqqqzzzz").dropped == ["qqqqzzzz"]
+
+
 def test_the_page_names_dropped_words_and_offers_categories(client):
     page = client.get("/search", params={"q": "NCCL watchdog qqqqzzzz"}).text
     assert "DIST-901" in page and "<del>qqqqzzzz</del>" in page and "/errors?category=TRAIN" in page
@@ -111,11 +118,13 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert api["dropped"] == ["qqqqzzzz"] and api["hits"][0]["code"] == "DIST-901"
 
 
-def test_dev_titles_floor(search):
-    """Issue titles of the development part: a floor under today's figures (kb search-eval reports them)."""
-    result = figures(run(search, read_titles(TITLES / "dev.tsv")))
-    assert result["titles"] >= 50 and result["empty"] == 0
-    assert result["top5"] >= 0.85 and result["top1"] >= 0.70, result["misses"]
+@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.75, 0.90), ("dev2.tsv", 0.83, 0.96)])
+def test_dev_titles_floor(search, name, top1, top5):
+    """Issue titles of the development files: a floor one title under today's figures (dev 0.774 / 0.925,
+    dev2 0.867 / 1.000; kb search-eval reports them)."""
+    result = figures(run(search, read_titles(TITLES / name)))
+    assert result["titles"] >= 30 and result["empty"] == 0
+    assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
 
 
 def test_every_title_names_its_thread_and_existing_entries():

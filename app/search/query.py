@@ -124,7 +124,7 @@ class SearchService:
             results = _top(searcher, parsed, page * limit, only)
             words = _highlight_words(corrected or text)
             hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit:]]
-            if len(parts) > 1 and not q.And([query for _, query in parts]).matcher(searcher).is_active():
+            if parts and not q.And([query for _, query in parts]).matcher(searcher).is_active():
                 dropped = _missing_at(searcher, parts, results[0].docnum)
         suggestions = corrected.split() if corrected else []
         return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total), dropped=dropped)
@@ -160,16 +160,17 @@ class SearchService:
         return " ".join(words) if changed else ""
 
     def _build(self, searcher, text: str, literal: bool = False):
-        """The whole query (any concept, more concepts scoring higher) and each concept's own query;
+        """The whole query (any concept, more concepts scoring higher) and the own query of each concept that
+        must be found for a hit to have all the user's words (not a light one: "does", "how to");
         ``literal``: a log's words as they are, no synonyms, repeats kept (the matcher's fallback)."""
         reader = self._literal_reader if literal else self._reader
         concepts = reader.read(text, unique=not literal)[:MAX_TERM_GROUPS]
         if not concepts:
             return None, []
         reader = searcher.reader()
-        parts = [(concept.label, self._concept(reader, concept, literal)) for concept in concepts]
-        whole = _union([query for _, query in parts], scale=0.9) if len(parts) > 1 else parts[0][1]
-        return whole, parts
+        queries = [self._concept(reader, concept, literal) for concept in concepts]
+        whole = _union(queries, scale=0.9) if len(queries) > 1 else queries[0]
+        return whole, [(concept.label, query) for concept, query in zip(concepts, queries) if concept.weight >= 1]
 
     def _concept(self, reader, concept: Concept, literal: bool) -> q.Query:
         """Any of a concept's alternatives, those the index holds; a light word ('does', 'error') at its weight."""
@@ -196,7 +197,7 @@ def _top(searcher, query, limit: int, only=None) -> list:
     query whose best score seems too low to reach the top, and misjudges that for boosted, phrase and
     coordinated queries: it dropped right answers from the first page (5 of the 83 development titles before
     light words and phrases, 31 after); without those replacements it kept stale scores of finished parts."""
-    return list(searcher.search(query, limit=None, filter=only))[:limit]
+    return searcher.search(query, limit=None, filter=only)[:limit]
 
 
 def _possible(reader, pieces) -> bool:
