@@ -116,6 +116,11 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert "Nothing found" in empty and "/errors?category=DIST" in empty
     api = client.get("/api/v1/search", params={"q": "NCCL watchdog qqqqzzzz"}).json()
     assert api["dropped"] == ["qqqqzzzz"] and api["hits"][0]["code"] == "DIST-901"
+    # a question whose only found words are light: the closest entries, the user's own word named as dropped
+    question = client.get("/api/v1/search", params={"q": "how does qqqqzzzz work"}).json()
+    assert question["hits"] and question["dropped"] == ["qqqqzzzz"]
+    page = client.get("/search", params={"q": "how does qqqqzzzz work"}).text
+    assert "<del>qqqqzzzz</del>" in page and "/errors?category=DIST" in page
 
 
 @pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.75, 0.90), ("dev2.tsv", 0.83, 0.96)])
