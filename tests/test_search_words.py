@@ -123,10 +123,10 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert "<del>qqqqzzzz</del>" in page and "/errors?category=DIST" in page
 
 
-@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.77, 0.92), ("dev2.tsv", 0.83, 0.96)])
+@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.77, 0.92), ("dev2.tsv", 0.86, 0.96)])
 def test_dev_titles_floor(search, name, top1, top5):
     """Issue titles of the development files: a floor one title under today's figures (dev 0.792 / 0.943,
-    dev2 0.867 / 1.000; kb search-eval reports them)."""
+    dev2 0.900 / 1.000; kb search-eval reports them)."""
     result = figures(run(search, read_titles(TITLES / name)))
     assert result["titles"] >= 30 and result["empty"] == 0
     assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
