@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from whoosh import collectors
 from whoosh import query as q
 
 from app.lru import LRU
@@ -192,12 +193,23 @@ class SearchService:
         return queries[0] if len(queries) == 1 else q.And(queries)
 
 
-def _top(searcher, query, limit: int, only=None) -> list:
-    """The best ``limit`` hits, every match scored and sorted. Whoosh's top-N collector replaces parts of the
-    query whose best score seems too low to reach the top, and misjudges that for boosted, phrase and
-    coordinated queries: it dropped right answers from the first page (5 of the 83 development titles before
-    light words and phrases, 31 after); without those replacements it kept stale scores of finished parts."""
-    return searcher.search(query, limit=None, filter=only)[:limit]
+class _EveryMatchScored(collectors.TopCollector):
+    """Whoosh's top-N collector without its shortcut: once its heap is full it swaps parts of the query for
+    cheaper ones by their estimated best scores, and misjudges those for boosted, phrase and coordinated
+    queries (5 of the 83 development titles got a first page other than the full ranking's before light words
+    and phrases, 31 after, losing right answers). Without a threshold it only drops finished parts."""
+
+    def _collect(self, global_docnum, score):
+        found = super()._collect(global_docnum, score)
+        self.minscore = None
+        return found
+
+
+def _top(searcher, query, limit: int, only=None):
+    """The best ``limit`` hits, every match scored."""
+    collector = _EveryMatchScored(limit, usequality=False)
+    searcher.search_with_collector(query, collectors.FilterCollector(collector, only) if only is not None else collector)
+    return collector.results()
 
 
 def _possible(reader, pieces) -> bool:
