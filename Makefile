@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTHON ?= python3
 
-.PHONY: run test index check bench clean
+.PHONY: run test index check bench messages clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+## After changing a UI string: extract them all, merge them into each catalog (translate what is new), compile.
+messages: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg --sort-output --omit-header -o app/locale/messages.pot .
+	$(BIN)/pybabel update -i app/locale/messages.pot -d app/locale --no-fuzzy-matching
+	$(BIN)/pybabel compile -d app/locale --statistics
 
 clean:
 	rm -rf $(VENV) data test-artifacts

@@ -1,10 +1,10 @@
 """Alembic environment: URL from app settings, batch mode so SQLite can alter tables."""
 
-from alembic import context
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
 import app.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+from alembic import context
 from app.settings import Settings
 
 config = context.config

@@ -6,13 +6,15 @@ import re
 from pathlib import Path
 
 from app.entries import Catalog, Entry, Problem, load_catalog
-from app.hydra_config import OverrideChecker
+from app.entries.frontmatter import split
 from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
+from app.hydra_config import OverrideChecker
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
 from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
 from app.scaffold import TODO as UNFINISHED
 from app.search import synonyms
+from app.search.analysis import has_cjk
 from app.verl_release import VerlRelease
 
 MIN_BODY_WORDS = 60
@@ -40,6 +42,7 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_references(entry, codes)
         problems += _check_body(entry)
         problems += _check_fixes(entry)
+        problems += _check_fix_bodies_zh(entry)
         problems += _check_signatures(entry)
         problems += _check_finished(entry)
         if release is not None:
@@ -115,12 +118,43 @@ def _check_fixes(entry: Entry) -> list[Problem]:
         problems.append(_problem(entry, "reviewed: no second reading of the fixes against verl's source is recorded"))
     for index, fix in enumerate(entry.meta.fixes):
         if fix.evidence is None:
-            problems.append(_problem(entry, f"fixes[{index}].evidence: say what the fix rests on "
-                                            "(maintainer, users, source or unconfirmed)", "fixes", index))
+            problems.append(
+                _problem(
+                    entry,
+                    f"fixes[{index}].evidence: say what the fix rests on (maintainer, users, source or unconfirmed)",
+                    "fixes",
+                    index,
+                )
+            )
         if fix.evidence_url and not fix.evidence_url.startswith("https://"):
             problems.append(_problem(entry, f"fixes[{index}].evidence_url must be an https URL", "fixes", index))
-        if entry.body_zh and fix.id not in entry.fix_bodies_zh:
-            problems.append(Problem(str(entry.zh_path), 1, f"fix_bodies: no Chinese body for fix {fix.id!r}"))
+    return problems
+
+
+def _check_fix_bodies_zh(entry: Entry) -> list[Problem]:
+    """A Chinese reader gets every fix in Chinese: a body per fix in the `.zh.md`, written in Chinese."""
+    if not entry.body_zh:
+        return []  # the missing Chinese body is reported once, by _check_body
+    document = split(entry.raw_zh)
+    problems = []
+    for fix in entry.meta.fixes:
+        body = entry.fix_bodies_zh.get(fix.id)
+        if body is None:
+            problems.append(
+                Problem(
+                    str(entry.zh_path),
+                    document.line_of(("fix_bodies",)),
+                    f"fix_bodies: no Chinese body for fix {fix.id!r}",
+                )
+            )
+        elif not has_cjk(body):
+            problems.append(
+                Problem(
+                    str(entry.zh_path),
+                    document.line_of(("fix_bodies", fix.id)),
+                    f"fix_bodies.{fix.id}: no Chinese text; say in Chinese what the fix does",
+                )
+            )
     return problems
 
 
@@ -133,10 +167,14 @@ def _check_signatures(entry: Entry) -> list[Problem]:
             problems.append(_problem(entry, f"signatures.{index}: RE2 rejects the pattern: {exc}", "signatures", index))
             continue
         if specificity(pattern) < MIN_SIGNATURE_LITERALS:
-            problems.append(_problem(
-                entry, f"signatures.{index}: too generic (fewer than {MIN_SIGNATURE_LITERALS} literal characters)",
-                "signatures", index,
-            ))
+            problems.append(
+                _problem(
+                    entry,
+                    f"signatures.{index}: too generic (fewer than {MIN_SIGNATURE_LITERALS} literal characters)",
+                    "signatures",
+                    index,
+                )
+            )
     return problems
 
 
@@ -146,8 +184,14 @@ def _check_set_headroom(catalog: Catalog) -> list[Problem]:
     try:
         SignatureSet(catalog, max_mem=SET_MAX_MEM // HEADROOM)
     except SignatureError as exc:
-        costliest = max(((entry, index, compile_signature(pattern).programsize) for entry in catalog
-                         for index, pattern in enumerate(entry.meta.signatures)), key=lambda item: item[2])
+        costliest = max(
+            (
+                (entry, index, compile_signature(pattern).programsize)
+                for entry in catalog
+                for index, pattern in enumerate(entry.meta.signatures)
+            ),
+            key=lambda item: item[2],
+        )
         entry, index, _size = costliest
         hint = "narrow the widest gaps, e.g. `(?:.*\\n){0,14}?` instead of `[\\s\\S]{0,1000}`"
         return [_problem(entry, f"signatures.{index}: {exc} ({hint})", "signatures", index)]
@@ -165,13 +209,17 @@ def _check_examples(catalog: Catalog) -> list[Problem]:
         for index, example in enumerate(entry.meta.examples):
             text = normalise(example).text
             if not any(pattern.search(text) for pattern in own.get(entry.code, ())):
-                problems.append(_problem(entry, f"examples.{index}: no signature of {entry.code} matches it", "examples", index))
+                problems.append(
+                    _problem(entry, f"examples.{index}: no signature of {entry.code} matches it", "examples", index)
+                )
                 continue
             matches = matcher.diagnose(example, limit=3).matches
             if matches and matches[0].code != entry.code:
-                problems.append(_problem(
-                    entry, f"examples.{index}: ranks {matches[0].code} first, not {entry.code}", "examples", index
-                ))
+                problems.append(
+                    _problem(
+                        entry, f"examples.{index}: ranks {matches[0].code} first, not {entry.code}", "examples", index
+                    )
+                )
     return problems
 
 
@@ -179,34 +227,48 @@ def _check_verl_names(entry: Entry, release: VerlRelease) -> list[Problem]:
     """Every config key and `python -m verl...` module the entry names must exist in the release."""
     problems = []
     roots = sorted(release.roots - PROSE_ROOTS, key=len, reverse=True)
-    key_re = re.compile(r"(?<![\w./\-+])(\+{0,2})((?:" + "|".join(map(re.escape, roots)) + r")(?:\.[A-Za-z_]\w*)+)(?![\w(/-])")
+    key_re = re.compile(
+        r"(?<![\w./\-+])(\+{0,2})((?:" + "|".join(map(re.escape, roots)) + r")(?:\.[A-Za-z_]\w*)+)(?![\w(/-])"
+    )
     invalid = set(entry.meta.invalid_keys)
     gone = set(entry.meta.invalid_modules)
     for key in invalid:
         if release.has_key(key):
-            problems.append(_problem(entry, f"invalid_keys: {key} does exist in verl {release.version}", "invalid_keys"))
+            problems.append(
+                _problem(entry, f"invalid_keys: {key} does exist in verl {release.version}", "invalid_keys")
+            )
     for name in gone:
         if release.has_reference(name) or release.has_file(name):
-            problems.append(_problem(entry, f"invalid_modules: {name} does exist in verl {release.version}", "invalid_modules"))
+            problems.append(
+                _problem(entry, f"invalid_modules: {name} does exist in verl {release.version}", "invalid_modules")
+            )
     for line_number, line, zh in _checked_lines(entry):
         path = entry.zh_path if zh else entry.path
         for match in key_re.finditer(line):
             plus, key = match.group(1), match.group(2)
             if plus or key in invalid or key.endswith(FILE_SUFFIXES) or release.has_key(key):
                 continue
-            problems.append(Problem(str(path), line_number, f"config key {key} does not exist in verl {release.version}"))
+            problems.append(
+                Problem(str(path), line_number, f"config key {key} does not exist in verl {release.version}")
+            )
         for match in MODULE_RE.finditer(line):
             module = match.group(1)
             if not release.has_module(module):
-                problems.append(Problem(str(path), line_number, f"module {module} does not exist in verl {release.version}"))
+                problems.append(
+                    Problem(str(path), line_number, f"module {module} does not exist in verl {release.version}")
+                )
         for match in REFERENCE_RE.finditer(line):
             name = match.group(0)
             if name not in gone and not release.has_reference(name):
-                problems.append(Problem(str(path), line_number, f"module {name} does not exist in verl {release.version}"))
+                problems.append(
+                    Problem(str(path), line_number, f"module {name} does not exist in verl {release.version}")
+                )
         for match in FILE_RE.finditer(line):
             name = match.group(1)
             if name not in gone and not release.has_file(name):
-                problems.append(Problem(str(path), line_number, f"file {name} does not exist in verl {release.version}"))
+                problems.append(
+                    Problem(str(path), line_number, f"file {name} does not exist in verl {release.version}")
+                )
     return problems
 
 
@@ -229,11 +291,22 @@ def _check_overrides(entry: Entry, release: VerlRelease, checker: OverrideChecke
         for overrides in _override_sets(fix.body, release.roots, invalid):
             base, error = checker.check(overrides)
             if base is None:
-                problems.append(Problem(str(entry.path), line, f"fixes[{index}] ({fix.id}): Hydra refuses "
-                                                               f"{' '.join(overrides)}: {error}"))
+                problems.append(
+                    Problem(
+                        str(entry.path),
+                        line,
+                        f"fixes[{index}] ({fix.id}): Hydra refuses {' '.join(overrides)}: {error}",
+                    )
+                )
             elif base.mention and base.mention not in text:
-                problems.append(Problem(str(entry.path), line, f"fixes[{index}] ({fix.id}): {' '.join(overrides)} "
-                                                               f"composes only with {base.label}; say that the fix needs it"))
+                problems.append(
+                    Problem(
+                        str(entry.path),
+                        line,
+                        f"fixes[{index}] ({fix.id}): {' '.join(overrides)} "
+                        f"composes only with {base.label}; say that the fix needs it",
+                    )
+                )
     return problems
 
 

@@ -116,7 +116,9 @@ class OverrideChecker:
         key = "\n".join(overrides)
         if key not in self._verdicts:
             base, error = self._compose(overrides)
-            self._verdicts[key] = [None, error] if base is None else [[base.config, list(base.choices), base.mention], ""]
+            self._verdicts[key] = (
+                [None, error] if base is None else [[base.config, list(base.choices), base.mention], ""]
+            )
             self._dirty = True
         found, error = self._verdicts[key]
         return (Base(found[0], tuple(found[1]), found[2]) if found else None), error

@@ -36,9 +36,10 @@ def load_checked(settings: Settings) -> Catalog:
     """Load the content and run every check that needs no network; raise IngestError on any problem."""
     catalog, problems = check_content(settings.content_dir, release=None)
     if problems:
-        raise IngestError([str(problem) for problem in problems] + [
-            f"refusing to index: {len(problems)} problem(s); the index being served is unchanged"
-        ])
+        raise IngestError(
+            [str(problem) for problem in problems]
+            + [f"refusing to index: {len(problems)} problem(s); the index being served is unchanged"]
+        )
     return catalog
 
 

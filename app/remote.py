@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import httpx
+from pydantic import ValidationError
 
-from app.matcher import CONFIDENT
+from app.answers import MatchResponse
+from app.manual import Manual
 
 TIMEOUT_S = 60.0
 
@@ -26,7 +28,7 @@ class RemoteManual:
     def __init__(self, url: str):
         self.url = url.rstrip("/")
 
-    def match(self, text: str | bytes, limit: int = 5) -> dict:
+    def match(self, text: str | bytes, *, limit: int = 5) -> MatchResponse:
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
         try:
@@ -34,14 +36,17 @@ class RemoteManual:
         except httpx.HTTPError as exc:
             raise RemoteError(f"cannot reach {self.url}: {exc}", 3) from None
         if response.status_code == 200:
-            return response.json()
+            try:
+                return MatchResponse.model_validate(response.json())
+            except (ValueError, ValidationError) as exc:  # another program, or another version of the contract
+                raise RemoteError(
+                    f"{self.url} answered something that is not a match answer: {str(exc).splitlines()[0]}", 3
+                ) from None
         message = _error_message(response)
         exit_code = 2 if 400 <= response.status_code < 500 and response.status_code != 429 else 3
         raise RemoteError(f"{self.url} answered {response.status_code}: {message}", exit_code)
 
-    @staticmethod
-    def is_confident(result: dict) -> bool:
-        return any(match["confidence"] in CONFIDENT for match in result["matches"])
+    is_confident = staticmethod(Manual.is_confident)
 
 
 def _error_message(response: httpx.Response) -> str:

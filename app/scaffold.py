@@ -30,8 +30,10 @@ _VARIABLE = [
     (r"(?<![\w.])(?:~|\.{1,2})?(?:[\w.@+-]*/)+[\w.@+-]*[\w@+-]", r"[^\s'\"]+"),  # a path
     (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", r"[\d.:]+"),  # IPv4 (and port)
     (r"(?i:\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|cn|local|internal|lan|edu|cluster|svc|corp|cloud)\b)", r"[\w.-]+"),
-    ("|".join(rf"(?<=\b{key}=)[^\s,;)\]]+" for key in ("host", "node", "user", "hostname", "username")),
-     r"[^\s,;)\]]+"),  # host=gpu-node-17, user=alice
+    (
+        "|".join(rf"(?<=\b{key}=)[^\s,;)\]]+" for key in ("host", "node", "user", "hostname", "username")),
+        r"[^\s,;)\]]+",
+    ),  # host=gpu-node-17, user=alice
     (r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", r"[0-9a-fA-Fx]+"),
     (r"\d+(?:\.\d+)*", r"[\d.]+"),  # numbers, versions, sizes (a bare integer becomes \d+)
 ]
@@ -89,7 +91,7 @@ def generalise(text: str) -> str:
     """An RE2 pattern for ``text`` with its variable parts made variable and any whitespace matching any."""
     parts, position = [], 0
     for found in VARIABLE_RE.finditer(text):
-        parts.append(_literal(text[position:found.start()]))
+        parts.append(_literal(text[position : found.start()]))
         pattern = _VARIABLE[found.lastindex - 1][1]
         parts.append(r"\d+" if found.lastindex == len(_VARIABLE) and found.group(0).isdigit() else pattern)
         position = found.end()
@@ -100,10 +102,17 @@ def generalise(text: str) -> str:
 # The placeholders of a stored fingerprint's template (app.insights.fingerprint), as patterns and as a
 # sample value that stands in the example (the paste itself was never stored).
 PLACEHOLDERS = {
-    "'<v>'": (r"'[^']*'", "'value'"), '"<v>"': (r'"[^"]*"', '"value"'), "<user>@<host>": (r"\S+@\S+", "user@host"),
-    "<url>": (r"\S+", "https://host/path"), "<path>": (r"[^\s'\"]+", "/path/to/file"), "<ip>": (r"[\d.:]+", "10.0.0.1"),
-    "<host>": (r"[\w.-]+", "node.cluster"), "<name>": (r"[^\s,;)\]]+", "name"), "<secret>": (r"\S+", "secret"),
-    "<hex>": (r"[0-9a-fA-Fx-]+", "0x7f3e"), "<n>": (r"[\d.]+", "1"),
+    "'<v>'": (r"'[^']*'", "'value'"),
+    '"<v>"': (r'"[^"]*"', '"value"'),
+    "<user>@<host>": (r"\S+@\S+", "user@host"),
+    "<url>": (r"\S+", "https://host/path"),
+    "<path>": (r"[^\s'\"]+", "/path/to/file"),
+    "<ip>": (r"[\d.:]+", "10.0.0.1"),
+    "<host>": (r"[\w.-]+", "node.cluster"),
+    "<name>": (r"[^\s,;)\]]+", "name"),
+    "<secret>": (r"\S+", "secret"),
+    "<hex>": (r"[0-9a-fA-Fx-]+", "0x7f3e"),
+    "<n>": (r"[\d.]+", "1"),
 }
 PLACEHOLDER_RE = re.compile("|".join(re.escape(name) for name in PLACEHOLDERS))
 
@@ -112,7 +121,7 @@ def generalise_template(template: str) -> str:
     """An RE2 pattern for a fingerprint's template: each placeholder stands for what it replaced."""
     parts, position = [], 0
     for found in PLACEHOLDER_RE.finditer(template):
-        parts += [_literal(template[position:found.start()]), PLACEHOLDERS[found.group(0)][0]]
+        parts += [_literal(template[position : found.start()]), PLACEHOLDERS[found.group(0)][0]]
         position = found.end()
     return "".join(parts + [_literal(template[position:])])
 
@@ -131,7 +140,7 @@ def _head(message: str) -> str:
     if len(message) <= MESSAGE_CHARS:
         return message
     cut = message[:MESSAGE_CHARS]
-    return cut[:cut.rfind(" ")] if " " in cut else cut
+    return cut[: cut.rfind(" ")] if " " in cut else cut
 
 
 def guess_category(line: str) -> str:
@@ -144,7 +153,9 @@ def guess_category(line: str) -> str:
 
 def next_code(content_dir: Path, category: str) -> str:
     """The category's next number after the highest used by any file (codes are never reused)."""
-    numbers = [int(path.name.split(".")[0].split("-")[1]) for path in content_dir.glob(f"{category}-[0-9][0-9][0-9]*.md")]
+    numbers = [
+        int(path.name.split(".")[0].split("-")[1]) for path in content_dir.glob(f"{category}-[0-9][0-9][0-9]*.md")
+    ]
     return f"{category}-{max(numbers, default=0) + 1:03d}"
 
 
@@ -156,20 +167,27 @@ def draft_entry(catalog: Catalog, content_dir: Path, text: str, category: str | 
     given = text.strip()
     # the example is the line as the user has it (prefixes and all), unless several lines were given
     example = given if "\n" not in given else line
-    return _draft(catalog, content_dir, example, exception, [generalise(_head(message)), generalise(message)],
-                  category)
+    return _draft(catalog, content_dir, example, exception, [generalise(_head(message)), generalise(message)], category)
 
 
-def draft_from_fingerprint(catalog: Catalog, content_dir: Path, exception: str, template: str,
-                           category: str | None = None) -> Draft:
+def draft_from_fingerprint(
+    catalog: Catalog, content_dir: Path, exception: str, template: str, category: str | None = None
+) -> Draft:
     """Draft an entry for a recorded fingerprint: its template is the signature, a sample of it the example."""
     line = sample_of(template if exception == "log" else f"{exception}: {template}")
     note = f"{TODO} a sample of a recorded template (the paste was never stored): replace it with a real paste"
     return _draft(catalog, content_dir, line, exception, [generalise_template(template)], category, note)
 
 
-def _draft(catalog: Catalog, content_dir: Path, line: str, exception: str, candidates: list[str],
-           category: str | None, example_note: str = "") -> Draft:
+def _draft(
+    catalog: Catalog,
+    content_dir: Path,
+    line: str,
+    exception: str,
+    candidates: list[str],
+    category: str | None,
+    example_note: str = "",
+) -> Draft:
     known = Matcher(catalog).signatures.hits(normalise(line).searchable)
     if known:
         codes = sorted({signature.code for signature, _spans in known})
@@ -202,15 +220,20 @@ def _signature(catalog: Catalog, line: str, candidates: list[str]) -> str:
             return candidate
         clashes |= clashing
     if clashes:
-        raise ScaffoldRefused("every signature derived from this line also matches examples of "
-                              f"{', '.join(sorted(clashes))}; extend that entry, or pass a longer line")
-    raise ScaffoldRefused("the line has too little fixed text for a signature (fewer than "
-                          f"{MIN_LITERALS} literal characters once numbers and paths are made variable)")
+        raise ScaffoldRefused(
+            "every signature derived from this line also matches examples of "
+            f"{', '.join(sorted(clashes))}; extend that entry, or pass a longer line"
+        )
+    raise ScaffoldRefused(
+        "the line has too little fixed text for a signature (fewer than "
+        f"{MIN_LITERALS} literal characters once numbers and paths are made variable)"
+    )
 
 
 def _examples_matched(catalog: Catalog, compiled) -> set[str]:
-    return {entry.code for entry in catalog for example in entry.meta.examples
-            if compiled.search(normalise(example).text)}
+    return {
+        entry.code for entry in catalog for example in entry.meta.examples if compiled.search(normalise(example).text)
+    }
 
 
 def _quote(text: str) -> str:
@@ -281,7 +304,7 @@ fix_bodies:
 def write_draft(draft: Draft, content_dir: Path) -> list[Path]:
     """Write ``<CODE>.md`` and ``<CODE>.zh.md``; never over an existing file."""
     paths = [content_dir / f"{draft.code}.md", content_dir / f"{draft.code}.zh.md"]
-    for path, text in zip(paths, (draft.markdown, draft.markdown_zh)):
+    for path, text in zip(paths, (draft.markdown, draft.markdown_zh), strict=True):
         with open(path, "x", encoding="utf-8") as handle:
             handle.write(text)
     return paths

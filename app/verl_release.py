@@ -60,13 +60,20 @@ def load_release(data_dir: Path, version: str) -> VerlRelease:
     if cache.exists() and (config_dir / ".complete").exists():
         facts = json.loads(cache.read_text())
         if facts.get("cache_version") == CACHE_VERSION:
-            return VerlRelease(version, frozenset(facts["keys"]), frozenset(facts["modules"]),
-                               frozenset(facts["files"]), config_dir)
+            return VerlRelease(
+                version, frozenset(facts["keys"]), frozenset(facts["modules"]), frozenset(facts["files"]), config_dir
+            )
     release = read_wheel(_wheel(folder, version), version, config_dir)
-    cache.write_text(json.dumps({
-        "cache_version": CACHE_VERSION, "keys": sorted(release.keys), "modules": sorted(release.modules),
-        "files": sorted(release.files),
-    }))
+    cache.write_text(
+        json.dumps(
+            {
+                "cache_version": CACHE_VERSION,
+                "keys": sorted(release.keys),
+                "modules": sorted(release.modules),
+                "files": sorted(release.files),
+            }
+        )
+    )
     return release
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -59,30 +62,82 @@ def wilson_lower_bound(positive: int, total: int, z: float = Z_95) -> float:
 def fix_stats(*, session: Session, codes: list[str] | None = None) -> dict[tuple[str, str], FixStats]:
     """Return (code, fix id) -> vote counts, for some entries or all."""
     statement = select(
-        Vote.code, Vote.fix_id,
-        func.sum(case((Vote.worked, 1), else_=0)), func.sum(case((Vote.worked, 0), else_=1)),
+        Vote.code,
+        Vote.fix_id,
+        func.sum(case((Vote.worked, 1), else_=0)),
+        func.sum(case((Vote.worked, 0), else_=1)),
     ).group_by(Vote.code, Vote.fix_id)
     if codes is not None:
         statement = statement.where(Vote.code.in_(codes))
-    return {(code, fix_id): FixStats(int(up or 0), int(down or 0)) for code, fix_id, up, down in session.exec(statement)}
+    return {
+        (code, fix_id): FixStats(int(up or 0), int(down or 0)) for code, fix_id, up, down in session.exec(statement)
+    }
+
+
+class VoteCountCache:
+    """All fixes' vote counts, read at most once per ``ttl`` seconds for the whole process.
+
+    Every diagnosis shows the counts of the entries it names; one aggregate query per paste was a sixth of a
+    busy server's time. Counts a few hundred milliseconds old change no ranking a reader could notice, and a
+    vote cast here invalidates the snapshot at once, so a voter always sees their own vote counted.
+    """
+
+    def __init__(self, ttl: float):
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], FixStats] | None = None
+        self._read_at = 0.0
+
+    def get(self, read_all: Callable[[], dict[tuple[str, str], FixStats]]) -> dict[tuple[str, str], FixStats]:
+        with self._lock:  # one reader refreshes; the others wait for it rather than all querying at once
+            if self._counts is None or time.monotonic() - self._read_at >= self.ttl:
+                self._counts = read_all()
+                self._read_at = time.monotonic()
+            return self._counts
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._counts = None
 
 
 def ranked_fixes(entry: Entry, stats: dict[tuple[str, str], FixStats]) -> list[tuple[Fix, FixStats]]:
     """Order an entry's fixes: working ones by Wilson lower bound, dead ends last, ties by written order."""
     rows = [(fix, stats.get((entry.code, fix.id), FixStats())) for fix in entry.fixes]
     order = {fix.id: position for position, fix in enumerate(entry.fixes)}
-    return sorted(rows, key=lambda row: (
-        row[0].dead_end or row[1].voted_dead_end, -row[1].wilson, order[row[0].id],
-    ))
+    return sorted(
+        rows,
+        key=lambda row: (
+            row[0].dead_end or row[1].voted_dead_end,
+            -row[1].wilson,
+            order[row[0].id],
+        ),
+    )
 
 
-def record_vote(*, session: Session, code: str, fix_id: str, fix_hash: str, voter: str, worked: bool,
-                comment: str | None = None, environment: dict | None = None, ip_hash: str | None = None) -> None:
+def record_vote(
+    *,
+    session: Session,
+    code: str,
+    fix_id: str,
+    fix_hash: str,
+    voter: str,
+    worked: bool,
+    comment: str | None = None,
+    environment: dict | None = None,
+    ip_hash: str | None = None,
+) -> None:
     """Store a vote; a voter's second vote on the same fix replaces the first (one atomic upsert)."""
     now = utcnow()
     values = {
-        "code": code, "fix_id": fix_id, "voter": voter, "worked": worked, "fix_hash": fix_hash,
-        "comment": comment or None, "created_at": now, "updated_at": now, "ip_hash": ip_hash,
+        "code": code,
+        "fix_id": fix_id,
+        "voter": voter,
+        "worked": worked,
+        "fix_hash": fix_hash,
+        "comment": comment or None,
+        "created_at": now,
+        "updated_at": now,
+        "ip_hash": ip_hash,
         **{key: environment.get(key) for key in ENVIRONMENT_FIELDS if environment},
     }
     dialect = session.get_bind().dialect.name
@@ -94,10 +149,14 @@ def record_vote(*, session: Session, code: str, fix_id: str, fix_hash: str, vote
 
 def votes_in_window(*, session: Session, since: datetime, voter: str, ip_hash: str | None) -> tuple[int, int]:
     """Votes cast or changed since ``since`` by this voter and from this address (all replicas see them)."""
-    by_voter = session.exec(select(func.count()).select_from(Vote).where(Vote.voter == voter, Vote.updated_at >= since)).one()
+    by_voter = session.exec(
+        select(func.count()).select_from(Vote).where(Vote.voter == voter, Vote.updated_at >= since)
+    ).one()
     by_ip = 0
     if ip_hash:
-        by_ip = session.exec(select(func.count()).select_from(Vote).where(Vote.ip_hash == ip_hash, Vote.updated_at >= since)).one()
+        by_ip = session.exec(
+            select(func.count()).select_from(Vote).where(Vote.ip_hash == ip_hash, Vote.updated_at >= since)
+        ).one()
     return int(by_voter), int(by_ip)
 
 
@@ -120,13 +179,16 @@ def entry_votes(*, session: Session, code: str) -> EntryVotes:
     """Counts and environment breakdown of one entry's votes from one query on the indexed code; the
     comments from a second, only when there are votes at all."""
     columns = [getattr(Vote, name) for name in ENVIRONMENT_FIELDS]
-    statement = select(Vote.fix_id, Vote.worked, *columns, func.count()).where(Vote.code == code).group_by(
-        Vote.fix_id, Vote.worked, *columns)
+    statement = (
+        select(Vote.fix_id, Vote.worked, *columns, func.count())
+        .where(Vote.code == code)
+        .group_by(Vote.fix_id, Vote.worked, *columns)
+    )
     counts: dict[str, list[int]] = {}
     environments: dict = {}
     for fix_id, worked, *values, count in session.exec(statement):
         counts.setdefault(fix_id, [0, 0])[0 if worked else 1] += count
-        for name, value in zip(ENVIRONMENT_FIELDS, values):
+        for name, value in zip(ENVIRONMENT_FIELDS, values, strict=True):
             if value is not None:
                 tally = environments.setdefault(fix_id, {}).setdefault(name, {}).setdefault(value, {"up": 0, "down": 0})
                 tally["up" if worked else "down"] += count
@@ -138,7 +200,9 @@ def recent_comments(*, session: Session, code: str, limit: int = RECENT_COMMENTS
     """fix id -> the newest comments (plain text; templates escape them)."""
     statement = (
         select(Vote.fix_id, Vote.worked, Vote.comment, Vote.updated_at)
-        .where(Vote.code == code, Vote.comment.is_not(None)).order_by(Vote.updated_at.desc()).limit(limit * 10)
+        .where(Vote.code == code, Vote.comment.is_not(None))
+        .order_by(Vote.updated_at.desc())
+        .limit(limit * 10)
     )
     comments: dict[str, list[dict]] = {}
     for fix_id, worked, comment, when in session.exec(statement):
@@ -150,8 +214,16 @@ def recent_comments(*, session: Session, code: str, limit: int = RECENT_COMMENTS
 
 def export_rows(*, session: Session):
     """Every vote, oldest first, without voter ids or address hashes."""
-    columns = (Vote.code, Vote.fix_id, Vote.worked, Vote.comment, *(getattr(Vote, f) for f in ENVIRONMENT_FIELDS),
-               Vote.fix_hash, Vote.created_at, Vote.updated_at)
+    columns = (
+        Vote.code,
+        Vote.fix_id,
+        Vote.worked,
+        Vote.comment,
+        *(getattr(Vote, f) for f in ENVIRONMENT_FIELDS),
+        Vote.fix_hash,
+        Vote.created_at,
+        Vote.updated_at,
+    )
     yield [column.key for column in columns]
     yield from session.exec(select(*columns).order_by(Vote.id))
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.diagnose import LocalManual, read_labelled
+from app.diagnose import read_labelled
 from app.ingest import ingest
 from app.insights.fingerprint import observe
+from app.manual import Manual
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
 from app.store.tables import FingerprintRow, FingerprintVersion
@@ -41,7 +42,7 @@ def replay(settings: Settings, pastes: list[tuple[str, str, str]]) -> tuple[floa
     return answered, written
 
 
-def fingerprint_cost(manual: LocalManual, pastes) -> tuple[list[float], list[float]]:
+def fingerprint_cost(manual: Manual, pastes) -> tuple[list[float], list[float]]:
     diagnose_ms, observe_ms = [], []
     for _name, _expect, text in pastes:
         started = time.perf_counter()
@@ -53,7 +54,7 @@ def fingerprint_cost(manual: LocalManual, pastes) -> tuple[list[float], list[flo
     return diagnose_ms, observe_ms
 
 
-def negatives_table(settings: Settings, manual: LocalManual, pastes) -> list[str]:
+def negatives_table(settings: Settings, manual: Manual, pastes) -> list[str]:
     engine = make_engine(settings)
     with Session(engine) as session:
         stored = {row.id: row for row in session.exec(select(FingerprintRow))}
@@ -61,8 +62,10 @@ def negatives_table(settings: Settings, manual: LocalManual, pastes) -> list[str
         for row in session.exec(select(FingerprintVersion)):
             versions.setdefault(row.fingerprint, []).append(row.verl_version)
     engine.dispose()
-    lines = ["| paste | recorded as | exception | template (first 90 characters) | deepest verl frame | verl |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| paste | recorded as | exception | template (first 90 characters) | deepest verl frame | verl |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, expect, text in pastes:
         if expect != "none":
             continue
@@ -74,8 +77,10 @@ def negatives_table(settings: Settings, manual: LocalManual, pastes) -> list[str
         kind = f"miss ({row.missed} of {row.seen})" if observation.missed else f"seen ({row.seen}), answered"
         template = row.template[:90].replace("|", "\\|")
         template = f"`` {template} ``" if template else "(empty: the traceback was cut before its message)"
-        lines.append(f"| `{name[:48]}` | {kind} | `{row.exception}` | {template} | {row.frame or '—'} | "
-                     f"{', '.join(versions.get(row.id, [])) or '—'} |")
+        lines.append(
+            f"| `{name[:48]}` | {kind} | `{row.exception}` | {template} | {row.frame or '—'} | "
+            f"{', '.join(versions.get(row.id, [])) or '—'} |"
+        )
     return lines
 
 
@@ -87,7 +92,7 @@ def main() -> None:
         off = Settings(data_dir=Path(folder) / "off", record_misses=False, **base)
         ingest(on)
         ingest(off)
-        manual = LocalManual(on)
+        manual = Manual.open(on, fresh=True)
         diagnose_ms, observe_ms = fingerprint_cost(manual, pastes)
         timings = {"on": [], "off": [], "written": []}
         for _round in range(ROUNDS):  # alternate, so drift on a shared machine hits both alike
@@ -102,7 +107,8 @@ def main() -> None:
         engine.dispose()
     negatives = sum(expect == "none" for _n, expect, _t in pastes)
     on_s, off_s = min(timings["on"]), min(timings["off"])
-    text = f"""# Insights: what the development set leaves behind, and what recording costs
+    text = (
+        f"""# Insights: what the development set leaves behind, and what recording costs
 
 `python -m benchmarks.insights` replays the {len(pastes)} pastes of `tests/fixtures/pastes/` through
 `POST /api/v1/match` of a server on the real content with recording on ({ROUNDS} rounds), and rewrites
@@ -115,7 +121,7 @@ this file. Nothing here is asserted by the test suite.
 | Fingerprinting a diagnosis (`observe`), per paste: mean / max | {statistics.mean(observe_ms):.3f} / {max(observe_ms):.3f} ms |
 | The diagnosis itself, per paste: mean / max | {statistics.mean(diagnose_ms):.2f} / {max(diagnose_ms):.2f} ms |
 | {len(pastes)} answers of `POST /api/v1/match`, recording on vs off (best of {ROUNDS}) | {on_s:.2f} s vs {off_s:.2f} s = **{on_s / off_s:.2f}x** |
-| ... until the writer thread had stored all of it | {min(timings['written']):.2f} s |
+| ... until the writer thread had stored all of it | {min(timings["written"]):.2f} s |
 
 ## What was recorded
 
@@ -127,7 +133,10 @@ of them were missed at least once ({sum(r.missed for r in rows)} missed diagnose
 Each is recorded as a miss, which is what a maintainer should see: an error users bring that the manual
 does not answer. Private parts never appear; a cut traceback keeps only its wrapper's type and frames.
 
-""" + "\n".join(table) + "\n"
+"""
+        + "\n".join(table)
+        + "\n"
+    )
     OUT.write_text(text)
     print(text)
 

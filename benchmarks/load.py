@@ -24,11 +24,21 @@ from benchmarks import synthetic
 from benchmarks.measure import Server
 
 CONNECTIONS = 64
-SHORT_PASTE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-               "capacity of 79.15 GiB of which 1.10 GiB is free.")
+SHORT_PASTE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.10 GiB is free."
+)
 CODES = ["DIST-002", "ROLL-001", "TRAIN-002", "CFG-002", "ENV-006", "DATA-001", "CKPT-010", "ROLL-003"]
-QUERIES = ["nccl timeout", "out of memory", "vllm", "pad_token_id", "ray actor died", "显存不足", "hydra override",
-           "checkpoint"]
+QUERIES = [
+    "nccl timeout",
+    "out of memory",
+    "vllm",
+    "pad_token_id",
+    "ray actor died",
+    "显存不足",
+    "hydra override",
+    "checkpoint",
+]
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 MCP_SESSIONS = 32
 
@@ -44,22 +54,38 @@ def _json(path: str, payload: dict, headers: dict | None = None) -> dict:
 def workloads(mcp_sessions: list[str]) -> dict[str, list[dict]]:
     """Name -> the requests wrk cycles through (MCP calls rotate over many sessions, as many agents' would)."""
     log = synthetic.training_log(100 * 1024) + "\n" + SHORT_PASTE + "\n"
-    diagnose = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": "diagnose_log", "arguments": {"text": SHORT_PASTE}}}
+    diagnose = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "diagnose_log", "arguments": {"text": SHORT_PASTE}},
+    }
     loads = {
         "POST /api/v1/match (short paste)": [_json("/api/v1/match", {"text": SHORT_PASTE})],
         "POST /api/v1/match (100 KB log)": [_json("/api/v1/match", {"text": log})],
-        "POST /paste (form)": [_request("POST", "/paste", "text=" + httpx.QueryParams({"t": SHORT_PASTE})["t"].replace(" ", "+"),
-                                        {"content-type": "application/x-www-form-urlencoded"})],
+        "POST /paste (form)": [
+            _request(
+                "POST",
+                "/paste",
+                "text=" + httpx.QueryParams({"t": SHORT_PASTE})["t"].replace(" ", "+"),
+                {"content-type": "application/x-www-form-urlencoded"},
+            )
+        ],
         "GET /errors/{code}": [_request("GET", f"/errors/{code}") for code in CODES],
         "GET /api/v1/errors/{code}": [_request("GET", f"/api/v1/errors/{code}") for code in CODES],
         "GET /api/v1/search": [_request("GET", "/api/v1/search?" + str(httpx.QueryParams({"q": q}))) for q in QUERIES],
-        "MCP diagnose_log": [_request("POST", "/mcp", json.dumps(diagnose), {**MCP_HEADERS, "mcp-session-id": session})
-                             for session in mcp_sessions],
+        "MCP diagnose_log": [
+            _request("POST", "/mcp", json.dumps(diagnose), {**MCP_HEADERS, "mcp-session-id": session})
+            for session in mcp_sessions
+        ],
     }
-    votes = [_json(f"/api/v1/errors/{code}/fixes/{fix}/votes", {"worked": worked})
-             for code, fix, worked in (("ROLL-001", "raise-gpu-memory-utilization", True),
-                                       ("DIST-002", "locate-stuck-rank", False))]
+    votes = [
+        _json(f"/api/v1/errors/{code}/fixes/{fix}/votes", {"worked": worked})
+        for code, fix, worked in (
+            ("ROLL-001", "raise-gpu-memory-utilization", True),
+            ("DIST-002", "locate-stuck-rank", False),
+        )
+    ]
     loads["mix of all, with votes"] = [request for requests in loads.values() for request in requests[:2]] + votes
     return loads
 
@@ -69,20 +95,28 @@ def _lua(requests: list[dict]) -> str:
     for r in requests:
         headers = "{" + ",".join(f"[{json.dumps(k)}]={json.dumps(v)}" for k, v in r["headers"].items()) + "}"
         entries.append(f"{{{json.dumps(r['method'])},{json.dumps(r['path'])},{headers},{json.dumps(r['body'])}}}")
-    return ("local reqs = {" + ",\n".join(entries) + "}\nlocal i = 0\n"
-            "request = function()\n  i = i % #reqs + 1\n  local r = reqs[i]\n"
-            "  return wrk.format(r[1], r[2], r[3], r[4])\nend\n")
+    return (
+        "local reqs = {" + ",\n".join(entries) + "}\nlocal i = 0\n"
+        "request = function()\n  i = i % #reqs + 1\n  local r = reqs[i]\n"
+        "  return wrk.format(r[1], r[2], r[3], r[4])\nend\n"
+    )
 
 
 def _wrk(url: str, script: Path, seconds: int, connections: int) -> dict:
-    output = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script), url],
-                            capture_output=True, text=True, check=True).stdout
+    output = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
-            "requests": int(re.search(r"(\d+) requests in", output).group(1)),
-            "non_2xx": int(non2xx.group(1)) if non2xx else 0,
-            "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0}
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),
+        "requests": int(re.search(r"(\d+) requests in", output).group(1)),
+        "non_2xx": int(non2xx.group(1)) if non2xx else 0,
+        "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0,
+    }
 
 
 class HealthProbe(threading.Thread):
@@ -127,19 +161,38 @@ def _load(servers: list[Server], requests: list[dict], seconds: int) -> dict:
     probe.done.set()
     probe.join()
     Path(handle.name).unlink()
-    return {"rps": sum(r["rps"] for r in results), "requests": sum(r["requests"] for r in results),
-            "non_2xx": sum(r["non_2xx"] for r in results), "socket_errors": sum(r["socket_errors"] for r in results),
-            "healthz_worst_s": probe.worst, "healthz_failures": probe.failures, "healthz_not_200": probe.not_ok,
-            "rss_before_mib": rss_before, "rss_after_mib": sum(s.rss_mib() for s in servers)}
+    return {
+        "rps": sum(r["rps"] for r in results),
+        "requests": sum(r["requests"] for r in results),
+        "non_2xx": sum(r["non_2xx"] for r in results),
+        "socket_errors": sum(r["socket_errors"] for r in results),
+        "healthz_worst_s": probe.worst,
+        "healthz_failures": probe.failures,
+        "healthz_not_200": probe.not_ok,
+        "rss_before_mib": rss_before,
+        "rss_after_mib": sum(s.rss_mib() for s in servers),
+    }
 
 
 def _mcp_session(url: str) -> str:
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
     response = httpx.post(f"{url}/mcp", json=init, headers=MCP_HEADERS, timeout=10)
     session = response.headers["mcp-session-id"]
-    httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-               headers={**MCP_HEADERS, "mcp-session-id": session}, timeout=10)
+    httpx.post(
+        f"{url}/mcp",
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={**MCP_HEADERS, "mcp-session-id": session},
+        timeout=10,
+    )
     return session
 
 

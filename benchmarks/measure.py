@@ -42,11 +42,19 @@ def matcher_figures() -> dict:
     rows = []
     for size in (10 * KIB, 100 * KIB, MIB, 4 * MIB):
         log = synthetic.training_log(size)
-        match = best_of(lambda: matcher.diagnose(log))
-        regex = best_of(lambda: REGEX_PASS.findall(log))
+        match = best_of(lambda log=log: matcher.diagnose(log))
+        regex = best_of(lambda log=log: REGEX_PASS.findall(log))
         top = matcher.diagnose(log).matches[0].code
-        rows.append({"bytes": len(log), "match_ms": match * 1000, "regex_ms": regex * 1000, "ratio": match / regex,
-                     "ms_per_mib": match * 1000 / (len(log) / MIB), "top": top})
+        rows.append(
+            {
+                "bytes": len(log),
+                "match_ms": match * 1000,
+                "regex_ms": regex * 1000,
+                "ratio": match / regex,
+                "ms_per_mib": match * 1000 / (len(log) / MIB),
+                "top": top,
+            }
+        )
     real = load_catalog_strict(ROOT / "content" / "errors")
     real_matcher = Matcher(real)
     examples = [entry.meta.examples[0] for entry in list(real)[:70]]
@@ -54,25 +62,50 @@ def matcher_figures() -> dict:
     for non_ascii in (False, True):
         for size in (MIB, 2 * MIB):
             log = synthetic.many_tracebacks_log(examples, size, non_ascii=non_ascii)
-            match = best_of(lambda: real_matcher.diagnose(log))
-            regex = best_of(lambda: REGEX_PASS.findall(log))
-            many.append({"bytes": size, "non_ascii": non_ascii, "blocks": len(real_matcher.diagnose(log).blocks),
-                         "match_ms": match * 1000, "regex_ms": regex * 1000, "ratio": match / regex})
+            match = best_of(lambda log=log: real_matcher.diagnose(log))
+            regex = best_of(lambda log=log: REGEX_PASS.findall(log))
+            many.append(
+                {
+                    "bytes": size,
+                    "non_ascii": non_ascii,
+                    "blocks": len(real_matcher.diagnose(log).blocks),
+                    "match_ms": match * 1000,
+                    "regex_ms": regex * 1000,
+                    "ratio": match / regex,
+                }
+            )
     single = []
     for size in (256 * KIB, MIB, 4 * MIB):
         line = synthetic.single_line(size)
-        single.append({"bytes": size, "match_ms": best_of(lambda: matcher.diagnose(line)) * 1000,
-                       "regex_ms": best_of(lambda: REGEX_PASS.findall(line)) * 1000})
+        single.append(
+            {
+                "bytes": size,
+                "match_ms": best_of(lambda line=line: matcher.diagnose(line)) * 1000,
+                "regex_ms": best_of(lambda line=line: REGEX_PASS.findall(line)) * 1000,
+            }
+        )
     return {"logs": rows, "single_line": single, "many_tracebacks": many}
 
 
 def _fts5(catalog, folder: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(folder / "fts.sqlite3")
-    connection.execute("CREATE VIRTUAL TABLE doc USING fts5(code, title, summary, body, errors, fixes, tokenize='unicode61')")
-    connection.executemany("INSERT INTO doc VALUES (?, ?, ?, ?, ?, ?)", [
-        (e.code, e.meta.title, e.meta.summary, e.body, "\n".join(e.meta.examples),
-         "\n".join(f.title + "\n" + f.body for f in e.fixes)) for e in catalog
-    ])
+    connection.execute(
+        "CREATE VIRTUAL TABLE doc USING fts5(code, title, summary, body, errors, fixes, tokenize='unicode61')"
+    )
+    connection.executemany(
+        "INSERT INTO doc VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                e.code,
+                e.meta.title,
+                e.meta.summary,
+                e.body,
+                "\n".join(e.meta.examples),
+                "\n".join(f.title + "\n" + f.body for f in e.fixes),
+            )
+            for e in catalog
+        ],
+    )
     connection.commit()
     return connection
 
@@ -98,11 +131,13 @@ def findings_figures() -> dict:
     wheel = sorted((verl_dir / "wheels").glob(f"verl-{Settings().verl_version}-*.whl"))[0]
     files = list(facts_dir(verl_dir).glob("*.json.gz"))
     return {
-        "bytes": len(log), "match_ms": best_of(lambda: matcher.diagnose(log)) * 1000,
+        "bytes": len(log),
+        "match_ms": best_of(lambda log=log: matcher.diagnose(log)) * 1000,
         "findings_ms": best_of(lambda: findings.find(diagnosis)) * 1000,
-        "regex_ms": best_of(lambda: REGEX_PASS.findall(log)) * 1000,
+        "regex_ms": best_of(lambda log=log: REGEX_PASS.findall(log)) * 1000,
         "kinds": sorted({finding["kind"] for finding in found}),
-        "releases": len(library.releases), "facts_bytes": sum(path.stat().st_size for path in files),
+        "releases": len(library.releases),
+        "facts_bytes": sum(path.stat().st_size for path in files),
         "build_one_s": best_of(lambda: read_wheel_facts(wheel, "bench"), runs=1),
         "load_all_s": best_of(lambda: ReleaseLibrary.load(verl_dir)),
     }
@@ -131,12 +166,21 @@ def search_figures(sizes=(100, 1000, 10000)) -> list[dict]:
                 started = time.perf_counter()
                 connection.execute(
                     "SELECT code, snippet(doc, 3, '<mark>', '</mark>', '…', 20) FROM doc WHERE doc MATCH ? "
-                    "ORDER BY bm25(doc) LIMIT 10", (_fts5_query(query),)).fetchall()
+                    "ORDER BY bm25(doc) LIMIT 10",
+                    (_fts5_query(query),),
+                ).fetchall()
                 theirs.append(time.perf_counter() - started)
             connection.close()
         ours_p50, theirs_p50 = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
-        rows.append({"entries": size, "build_s": build_s, "ours_p50_ms": ours_p50, "fts5_p50_ms": theirs_p50,
-                     "ratio": ours_p50 / theirs_p50})
+        rows.append(
+            {
+                "entries": size,
+                "build_s": build_s,
+                "ours_p50_ms": ours_p50,
+                "fts5_p50_ms": theirs_p50,
+                "ratio": ours_p50 / theirs_p50,
+            }
+        )
     return rows
 
 
@@ -155,8 +199,13 @@ class Server:
 
     def start(self) -> float:
         started = time.perf_counter()
-        self.process = subprocess.Popen([sys.executable, "-m", "app", "serve"], cwd=ROOT, env=self.env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         while True:
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
@@ -183,10 +232,16 @@ class Server:
 def _wrk(url: str, paths: list[str], seconds: int, connections: int = 32) -> float:
     script = Path(tempfile.mkstemp(suffix=".lua")[1])
     quoted = ",".join(json.dumps(path) for path in paths)
-    script.write_text(f"local paths = {{{quoted}}}\nlocal i = 0\n"
-                      "request = function()\n  i = i % #paths + 1\n  return wrk.format('GET', paths[i])\nend\n")
-    output = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
-                            capture_output=True, text=True, check=True).stdout
+    script.write_text(
+        f"local paths = {{{quoted}}}\nlocal i = 0\n"
+        "request = function()\n  i = i % #paths + 1\n  return wrk.format('GET', paths[i])\nend\n"
+    )
+    output = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     script.unlink()
     if "Non-2xx" in output:
         raise RuntimeError(f"errors under load:\n{output}")
@@ -199,6 +254,7 @@ async def _asyncio_load(url: str, paths: list[str], seconds: int, connections: i
     done = 0
     deadline = time.perf_counter() + seconds
     async with httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=connections)) as client:
+
         async def worker(offset: int):
             nonlocal done
             index = offset
@@ -207,6 +263,7 @@ async def _asyncio_load(url: str, paths: list[str], seconds: int, connections: i
                 response.raise_for_status()
                 done += 1
                 index += connections
+
         await asyncio.gather(*(worker(n) for n in range(connections)))
     return done / seconds
 

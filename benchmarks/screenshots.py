@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -30,7 +30,7 @@ def fonts_available() -> bool:
     return MONO.exists() and SANS.exists() and CJK.exists()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _font(path: Path, size: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(str(path), size, index=CJK_SC_INDEX if path == CJK else 0)
 
@@ -68,7 +68,7 @@ def visible_lines(text: str, limit: int = 40) -> list[str]:
         lines.pop()
     last_error = max((i for i, line in enumerate(lines) if ERROR_LINE_RE.search(line)), default=len(lines) - 1)
     end = min(len(lines), last_error + 3)
-    return lines[max(0, end - limit):end]
+    return lines[max(0, end - limit) : end]
 
 
 def shown_text(lines: list[str], style: Style) -> str:
@@ -92,7 +92,7 @@ def _rows(lines: list[str], style: Style) -> list[str]:
         if style.cut or len(line) <= columns:
             rows.append(line[:columns])
         else:
-            rows.extend(line[i:i + columns] for i in range(0, len(line), columns))
+            rows.extend(line[i : i + columns] for i in range(0, len(line), columns))
     return rows
 
 
@@ -111,7 +111,9 @@ def render(lines: list[str], style: Style) -> bytes:
     framed = {"terminal": _terminal, "notebook": _notebook, "chat": _chat}[style.chrome](body, style)
     if style.canvas:
         canvas = Image.new("RGB", style.canvas, (60, 63, 65))
-        canvas.paste(framed.crop((0, 0, min(framed.width, style.canvas[0]), min(framed.height, style.canvas[1]))), (0, 0))
+        canvas.paste(
+            framed.crop((0, 0, min(framed.width, style.canvas[0]), min(framed.height, style.canvas[1]))), (0, 0)
+        )
         framed = canvas
     out = io.BytesIO()
     if style.jpeg_quality:
@@ -148,7 +150,9 @@ def _draw_row(draw: ImageDraw.ImageDraw, origin: tuple[int, int], row: str, size
 
 def _terminal(body: Image.Image, style: Style) -> Image.Image:
     bar = 28
-    framed = Image.new("RGB", (body.width, body.height + bar), (56, 56, 56) if sum(style.background) < 300 else (222, 222, 222))
+    framed = Image.new(
+        "RGB", (body.width, body.height + bar), (56, 56, 56) if sum(style.background) < 300 else (222, 222, 222)
+    )
     draw = ImageDraw.Draw(framed)
     for i, colour in enumerate([(255, 95, 86), (255, 189, 46), (39, 201, 63)]):
         draw.ellipse((10 + i * 20, 8, 22 + i * 20, 20), fill=colour)
@@ -162,7 +166,12 @@ def _notebook(body: Image.Image, style: Style) -> Image.Image:
     framed = Image.new("RGB", (body.width + prompt + 20, body.height + 70), (255, 255, 255))
     draw = ImageDraw.Draw(framed)
     draw.rectangle((prompt, 8, framed.width - 10, 40), fill=(245, 245, 245), outline=(207, 207, 207))
-    draw.text((prompt + 8, 16), "!python3 -m verl.trainer.main_ppo --config-name=ppo_trainer", font=_font(MONO, 13), fill=(0, 0, 0))
+    draw.text(
+        (prompt + 8, 16),
+        "!python3 -m verl.trainer.main_ppo --config-name=ppo_trainer",
+        font=_font(MONO, 13),
+        fill=(0, 0, 0),
+    )
     draw.text((8, 16), "In [7]:", font=_font(MONO, 13), fill=(48, 63, 159))
     framed.paste(body, (prompt, 56))
     return framed

@@ -10,8 +10,29 @@ from app.entries.frontmatter import Document
 from app.settings import ROOT
 
 CONTENT = ROOT / "content" / "errors"
-WORDS = ("rollout", "actor", "critic", "reward", "batch", "gradient", "tensor", "sequence", "token", "node", "rank",
-         "shard", "memory", "engine", "worker", "config", "checkpoint", "timeout", "loss", "kernel", "cache")
+WORDS = (
+    "rollout",
+    "actor",
+    "critic",
+    "reward",
+    "batch",
+    "gradient",
+    "tensor",
+    "sequence",
+    "token",
+    "node",
+    "rank",
+    "shard",
+    "memory",
+    "engine",
+    "worker",
+    "config",
+    "checkpoint",
+    "timeout",
+    "loss",
+    "kernel",
+    "cache",
+)
 
 
 def training_log(size: int, *, seed: int = 1, ranks: int = 8) -> str:
@@ -24,12 +45,16 @@ def training_log(size: int, *, seed: int = 1, ranks: int = 8) -> str:
         rank = rng.randrange(ranks)
         kind = rng.random()
         if kind < 0.5:
-            line = (f"(WorkerDict pid={4000 + rank}, ip=10.0.0.{rank}) [rank{rank}]:INFO 11-21 19:46:{step % 60:02d} "
-                    f"[model_runner.py:{rng.randrange(900)}] step {step} loss={rng.random():.4f} "
-                    f"throughput {rng.randrange(100, 999)} tokens/s")
+            line = (
+                f"(WorkerDict pid={4000 + rank}, ip=10.0.0.{rank}) [rank{rank}]:INFO 11-21 19:46:{step % 60:02d} "
+                f"[model_runner.py:{rng.randrange(900)}] step {step} loss={rng.random():.4f} "
+                f"throughput {rng.randrange(100, 999)} tokens/s"
+            )
         elif kind < 0.8:
-            line = (f"(TaskRunner pid=2210) step:{step} - actor/pg_loss:{rng.random():.5f} - actor/grad_norm:"
-                    f"{rng.random() * 3:.4f} - response_length/mean:{rng.randrange(200, 900)}.0 - timing_s/gen:{rng.random() * 40:.3f}")
+            line = (
+                f"(TaskRunner pid=2210) step:{step} - actor/pg_loss:{rng.random():.5f} - actor/grad_norm:"
+                f"{rng.random() * 3:.4f} - response_length/mean:{rng.randrange(200, 900)}.0 - timing_s/gen:{rng.random() * 40:.3f}"
+            )
         else:
             line = f"[2025-10-31 11:59:{step % 60:02d},379 I 90821 90821] core_worker.cc:{rng.randrange(900)}: task {rng.getrandbits(48):x} finished"
         lines.append(line)
@@ -45,7 +70,9 @@ def training_log(size: int, *, seed: int = 1, ranks: int = 8) -> str:
     ] + [
         f"[rank{r}]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
         f"timeout: WorkNCCL(SeqNum=512, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r}12 "
-        "milliseconds before timing out." for r in range(ranks) if r != 3
+        "milliseconds before timing out."
+        for r in range(ranks)
+        if r != 3
     ]
     return "\n".join(lines)
 
@@ -70,8 +97,17 @@ def corpus(count: int, folder: Path, *, seed: int = 7) -> Catalog:
         body = base.body + "\n" + noise + "\n"
         path = folder / f"{code}.md"
         path.write_text(body)
-        entries.append(Entry(meta=meta, body=body, path=path, document=Document({}, body, 1), body_zh=base.body_zh,
-                             fix_bodies_zh=base.fix_bodies_zh, raw=body))
+        entries.append(
+            Entry(
+                meta=meta,
+                body=body,
+                path=path,
+                document=Document({}, body, 1),
+                body_zh=base.body_zh,
+                fix_bodies_zh=base.fix_bodies_zh,
+                raw=body,
+            )
+        )
     return Catalog(entries)
 
 
@@ -86,7 +122,7 @@ def queries(count: int = 200, *, seed: int = 3) -> list[str]:
         if choice < 0.35:
             words = entry.meta.title.split()
             start = rng.randrange(max(1, len(words) - 2))
-            picked.append(" ".join(words[start:start + 3]))
+            picked.append(" ".join(words[start : start + 3]))
         elif choice < 0.6 and entry.meta.tags:
             picked.append(rng.choice(entry.meta.tags))
         elif choice < 0.85:
@@ -99,8 +135,17 @@ def queries(count: int = 200, *, seed: int = 3) -> list[str]:
 
 def pip_listing() -> str:
     """A `pip list` as users paste it above their log: versions the findings read (vLLM out of verl 0.9.1's range)."""
-    rows = [("Package", "Version"), ("-" * 24, "-" * 12), ("verl", "0.9.1"), ("torch", "2.11.0"), ("vllm", "0.11.0"),
-            ("transformers", "5.9.0"), ("tensordict", "0.10.0"), ("numpy", "2.2.6"), ("ray", "2.49.0")]
+    rows = [
+        ("Package", "Version"),
+        ("-" * 24, "-" * 12),
+        ("verl", "0.9.1"),
+        ("torch", "2.11.0"),
+        ("vllm", "0.11.0"),
+        ("transformers", "5.9.0"),
+        ("tensordict", "0.10.0"),
+        ("numpy", "2.2.6"),
+        ("ray", "2.49.0"),
+    ]
     return "".join(f"{name:<24} {version}\n" for name, version in rows)
 
 
@@ -117,7 +162,9 @@ def many_tracebacks_log(examples: list[str], size: int, *, non_ascii: bool, seed
         if step % every == 0 and shown < len(examples):
             parts.append(examples[shown].rstrip("\n") + "\n")
             shown += 1
-        parts.append(f"(WorkerDict pid={1000 + step % 8}, ip=10.0.0.{step % 8}) step {step}: loss {rnd.random():.4f} "
-                     f"|{bar}| {path}/ckpt\n")
+        parts.append(
+            f"(WorkerDict pid={1000 + step % 8}, ip=10.0.0.{step % 8}) step {step}: loss {rnd.random():.4f} "
+            f"|{bar}| {path}/ckpt\n"
+        )
         total += len(parts[-1].encode())
     return "".join(parts)

@@ -44,9 +44,14 @@ def content_dir(tmp_path: Path) -> Path:
 def settings(tmp_path: Path, content_dir: Path) -> Settings:
     # OCR on a 2-core machine shared with other jobs has taken 50 s for one screenshot: the tests check
     # what is read, not how fast (benchmarks/ measures that), so the time limit is out of their way
-    return Settings(data_dir=tmp_path / "data", content_dir=content_dir, secret_key="s" * 40,
-                    releases_dir=SHARED_DATA / "verl",
-                    vote_rate_limit="1000/minute", ocr_timeout=600)
+    return Settings(
+        data_dir=tmp_path / "data",
+        content_dir=content_dir,
+        secret_key="s" * 40,
+        releases_dir=SHARED_DATA / "verl",
+        vote_rate_limit="1000/minute",
+        ocr_timeout=600,
+    )
 
 
 @pytest.fixture

@@ -52,15 +52,21 @@ class ServerProcess:
     def __init__(self, env: dict[str, str], log: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "KB_RELEASES_DIR": str(ROOT / "data" / "verl"), **env,
-                    "KB_HOST": "127.0.0.1", "KB_PORT": str(self.port)}
+        self.env = {
+            **os.environ,
+            "KB_RELEASES_DIR": str(ROOT / "data" / "verl"),
+            **env,
+            "KB_HOST": "127.0.0.1",
+            "KB_PORT": str(self.port),
+        }
         self.log = log
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60) -> "ServerProcess":
+    def start(self, timeout: float = 60) -> ServerProcess:
         handle = open(self.log, "ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "app", "serve"], cwd=ROOT, env=self.env,
-                                        stdout=handle, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve"], cwd=ROOT, env=self.env, stdout=handle, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -24,7 +24,18 @@ def test_match_contract(http):
     body = response.json()
     assert set(body) >= {"matches", "blocks", "took_ms", "environment"}
     match = body["matches"][0]
-    assert {"code", "title", "category", "score", "confidence", "matched_line", "signature", "root_cause", "url", "fixes"} <= set(match)
+    assert {
+        "code",
+        "title",
+        "category",
+        "score",
+        "confidence",
+        "matched_line",
+        "signature",
+        "root_cause",
+        "url",
+        "fixes",
+    } <= set(match)
     assert match["code"] == "ROLL-901" and match["confidence"] == "high" and match["root_cause"] is True
     assert match["url"].endswith("/errors/ROLL-901")
     assert {"id", "title", "body", "votes_up", "votes_down", "success_rate"} <= set(match["fixes"][0])
@@ -41,7 +52,11 @@ def test_search_contract(http):
 def test_list_contract_with_etag(http):
     first = http.get("/api/v1/errors")
     assert first.status_code == 200
-    assert first.json()["total"] == 3 and {e["code"] for e in first.json()["errors"]} == {"ROLL-901", "TRAIN-901", "DIST-901"}
+    assert first.json()["total"] == 3 and {e["code"] for e in first.json()["errors"]} == {
+        "ROLL-901",
+        "TRAIN-901",
+        "DIST-901",
+    }
     assert "max-age" in first.headers["cache-control"]
     again = http.get("/api/v1/errors", headers={"If-None-Match": first.headers["etag"]})
     assert again.status_code == 304
@@ -50,17 +65,21 @@ def test_list_contract_with_etag(http):
 def test_entry_in_chinese(http):
     body = http.get("/api/v1/errors/ROLL-901", params={"lang": "zh"}).json()
     assert body["title"] == "测试条目：vLLM KV cache 预算" and "为什么会这样" in body["body"]
-    assert body["fixes"][0]["body"].strip() == "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`"
+    fix_body = body["fixes"][0]["body"]
+    assert "显存" in fix_body and "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`" in fix_body
 
 
-@pytest.mark.parametrize("method,path,payload,status,code", [
-    ("get", "/api/v1/errors/NOPE-001", None, 404, "not_found"),
-    ("post", "/api/v1/match", {"text": ""}, 422, "invalid_input"),
-    ("post", "/api/v1/match", {"text": "   "}, 422, "invalid_input"),
-    ("post", "/api/v1/match", {"limit": 3}, 422, "invalid_input"),
-    ("get", "/api/v1/search?limit=0", None, 422, "invalid_input"),
-    ("post", "/api/v1/errors/ROLL-901/fixes/nope/votes", {"worked": True}, 404, "not_found"),
-])
+@pytest.mark.parametrize(
+    "method,path,payload,status,code",
+    [
+        ("get", "/api/v1/errors/NOPE-001", None, 404, "not_found"),
+        ("post", "/api/v1/match", {"text": ""}, 422, "invalid_input"),
+        ("post", "/api/v1/match", {"text": "   "}, 422, "invalid_input"),
+        ("post", "/api/v1/match", {"limit": 3}, 422, "invalid_input"),
+        ("get", "/api/v1/search?limit=0", None, 422, "invalid_input"),
+        ("post", "/api/v1/errors/ROLL-901/fixes/nope/votes", {"worked": True}, 404, "not_found"),
+    ],
+)
 def test_one_json_error_shape(http, method, path, payload, status, code):
     response = getattr(http, method)(path, **({"json": payload} if payload is not None else {}))
     assert response.status_code == status
@@ -69,8 +88,9 @@ def test_one_json_error_shape(http, method, path, payload, status, code):
 
 
 def test_oversized_paste_is_413_before_the_body_is_read(http):
-    response = http.post("/api/v1/match", content=b"{" + b" " * (3 * 1024 * 1024) + b"}",
-                         headers={"content-type": "application/json"})
+    response = http.post(
+        "/api/v1/match", content=b"{" + b" " * (3 * 1024 * 1024) + b"}", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
 
@@ -99,8 +119,9 @@ def test_markdown_and_llms_txt(http):
 def test_cors_allowlist(tmp_path, content_dir):
     from app.ingest import ingest
 
-    settings = Settings(data_dir=tmp_path / "d", content_dir=content_dir, secret_key="s" * 40,
-                        cors_origins=["https://wiki.example.org"])
+    settings = Settings(
+        data_dir=tmp_path / "d", content_dir=content_dir, secret_key="s" * 40, cors_origins=["https://wiki.example.org"]
+    )
     ingest(settings)
     with LiveServer(create_app(settings)) as server, httpx.Client(base_url=server.url) as client:
         allowed = client.get("/api/v1/errors", headers={"Origin": "https://wiki.example.org"})
@@ -127,4 +148,6 @@ def test_a_raw_log_body_and_a_text_answer_serve_a_node_with_only_curl(client):
     asked = client.post("/api/v1/match", json={"text": log}, headers={"accept": "text/plain"})
     assert asked.headers["content-type"].startswith("text/plain") and "ROLL-901" in asked.text
     assert client.post("/api/v1/match", json={"text": log}, headers={"accept": "*/*"}).json()["matches"]
-    assert client.post("/api/v1/match?limit=99", content=b"x", headers={"content-type": "text/plain"}).status_code == 422
+    assert (
+        client.post("/api/v1/match?limit=99", content=b"x", headers={"content-type": "text/plain"}).status_code == 422
+    )

@@ -54,15 +54,17 @@ def test_lowercase_code_redirects_to_canonical(client):
 
 
 def test_paste_page_names_the_crash_the_manual_does_not_cover(client):
-    text = "\n".join([
-        "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
-        '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
-        '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
-        "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
-        "(WorkerDict pid=1300, ip=10.0.0.1) [rank1]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 1] "
-        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
-        "Timeout(ms)=600000) ran for 600112 milliseconds before timing out.",
-    ])
+    text = "\n".join(
+        [
+            "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
+            '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
+            '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
+            "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
+            "(WorkerDict pid=1300, ip=10.0.0.1) [rank1]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 1] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600112 milliseconds before timing out.",
+        ]
+    )
     page = client.post("/paste", data={"text": text})
     assert page.status_code == 200
     assert "The manual has no entry that matches this error with confidence." in page.text
@@ -81,8 +83,11 @@ def test_cached_entry_page_shows_new_votes_and_each_voters_own_token(client):
     assert token not in other and 'name="csrf" value="' in other
     client.cookies.clear()
     client.cookies.update(first_voter)
-    voted = client.post("/errors/ROLL-901/fixes/raise-gpu-memory-utilization/vote",
-                        data={"worked": "yes", "csrf": token}, follow_redirects=False)
+    voted = client.post(
+        "/errors/ROLL-901/fixes/raise-gpu-memory-utilization/vote",
+        data={"worked": "yes", "csrf": token},
+        follow_redirects=False,
+    )
     assert voted.status_code == 303
     after = client.get("/errors/ROLL-901").text
     assert "data-up>1<" in after and "data-up>1<" not in page

@@ -12,9 +12,13 @@ from app.web.app import create_app
 @pytest.fixture
 def faceted_client(settings, content_dir):
     roll = content_dir / "ROLL-901.md"
-    roll.write_text(roll.read_text().replace("\ntags:", "\nbackends: [megatron]\nengines: [vllm]\nmodels: [qwen3-moe]\ntags:", 1))
+    roll.write_text(
+        roll.read_text().replace("\ntags:", "\nbackends: [megatron]\nengines: [vllm]\nmodels: [qwen3-moe]\ntags:", 1)
+    )
     train = content_dir / "TRAIN-901.md"
-    train.write_text(train.read_text().replace("\ntags:", "\nbackends: [megatron, fsdp]\napplies_to: 'verl<0.5'\ntags:", 1))
+    train.write_text(
+        train.read_text().replace("\ntags:", "\nbackends: [megatron, fsdp]\napplies_to: 'verl<0.5'\ntags:", 1)
+    )
     ingest(settings)
     with TestClient(create_app(settings)) as client:
         yield client

@@ -14,7 +14,9 @@ from app.settings import ROOT
 ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
 KV = "(WorkerDict pid=48211, ip=10.0.3.7) ValueError: No available memory for the cache blocks."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
-WATCHDOG = "[rank0]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout"
+WATCHDOG = (
+    "[rank0]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout"
+)
 
 
 def _chromium() -> str | None:
@@ -30,9 +32,17 @@ def browser():
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=executable, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"],
+            executable_path=executable,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
         )
         yield browser
         browser.close()
@@ -117,11 +127,15 @@ def test_language_toggle_switches_text_and_is_remembered(page):
     shot(page, "entry-zh")
 
 
-@pytest.mark.parametrize("path,name", [("/", "home"), ("/errors", "browse"), ("/search?q=memory", "search"),
-                                       ("/errors/NOPE-001", "not-found")])
+@pytest.mark.parametrize(
+    "path,name",
+    [("/", "home"), ("/errors", "browse"), ("/search?q=memory", "search"), ("/errors/NOPE-001", "not-found")],
+)
 def test_pages_render_in_light_and_dark(browser, live_server, path, name):
     for scheme in ("light", "dark"):
-        context = browser.new_context(base_url=live_server.url, color_scheme=scheme, viewport={"width": 390, "height": 844})
+        context = browser.new_context(
+            base_url=live_server.url, color_scheme=scheme, viewport={"width": 390, "height": 844}
+        )
         page = context.new_page()
         response = page.goto(path)
         assert response.status == (404 if name == "not-found" else 200)
@@ -155,7 +169,7 @@ DROP_OR_PASTE = """([data, how]) => {
 def test_screenshot_pasted_or_dropped_gets_the_entry_of_its_text(page, how):
     import base64
 
-    from tests.test_ocr import KV_MESSAGE, KV_TRACEBACK, screenshot
+    from tests.test_ocr import KV_MESSAGE, screenshot
 
     image = base64.b64encode(screenshot("dark-14")).decode()
     page.goto("/paste")
@@ -169,3 +183,49 @@ def test_screenshot_pasted_or_dropped_gets_the_entry_of_its_text(page, how):
     page.get_by_role("button", name="Diagnose").click()
     expect(page.locator("article.match").first).to_have_attribute("data-code", "ROLL-901")
     expect(page.locator(".ocr-note")).to_have_count(0)
+
+
+KV_TITLE_ZH = "测试条目：vLLM KV cache 预算"
+
+
+def test_first_visit_follows_the_browsers_chinese(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")  # sends Accept-Language: zh-CN
+    page = context.new_page()
+    page.goto("/")
+    assert page.get_attribute("html", "lang") == "zh-CN"
+    assert "粘贴日志" in page.inner_text("header.site nav")
+    page.goto("/errors/ROLL-901")
+    assert "为什么会这样" in page.inner_text("main")
+    shot(page, "first-visit-zh")
+    context.close()
+
+
+def test_language_switch_sticks_over_the_browsers_language(browser, live_server):
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    page = context.new_page()
+    page.goto("/errors")
+    assert "全部条目" in page.inner_text("main")
+    page.click("header.site a[data-lang-toggle]")
+    page.wait_for_url("**lang=en")
+    assert "All entries" in page.inner_text("main")
+    page.goto("/errors/ROLL-901")  # the header still asks for Chinese; the choice wins
+    assert page.get_attribute("html", "lang") == "en" and "Why it happens" in page.inner_text("main")
+    other = context.new_page()
+    other.goto("/")
+    assert "Paste a log" in other.inner_text("header.site nav")
+    context.close()
+
+
+def test_chinese_query_shows_chinese_titles_in_an_english_ui(page):
+    page.goto("/")
+    page.fill("#site-q", "")
+    page.click("#site-q")
+    page.keyboard.type("显存", delay=30)
+    hit = page.locator("#live-results .hit").first
+    hit.wait_for(timeout=5000)
+    assert KV_TITLE_ZH in page.inner_text("#live-results")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search?q=*")
+    assert KV_TITLE_ZH in page.inner_text("main ol.hits")
+    assert page.get_attribute("html", "lang") == "en" and "Search" in page.inner_text("main h1")
+    shot(page, "search-chinese-query")

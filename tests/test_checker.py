@@ -83,7 +83,11 @@ def test_example_its_signatures_miss(content_dir, release):
 def test_example_that_ranks_another_entry_first(content_dir, release):
     path = content_dir / "DIST-901.md"
     # An example that also carries a more specific primary error ranks TRAIN-901 first.
-    _edit(path, "  - '[Rank 2] Watchdog", "  - |\n    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n    [Rank 2] Watchdog")
+    _edit(
+        path,
+        "  - '[Rank 2] Watchdog",
+        "  - |\n    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n    [Rank 2] Watchdog",
+    )
     _edit(path, "ran for 1800000 milliseconds before timing out.'", "ran for 1800000 milliseconds before timing out.")
     messages = _messages(content_dir, release)
     assert any("examples.1: ranks TRAIN-901 first, not DIST-901" in m for m in messages), messages
@@ -106,8 +110,11 @@ def test_invented_config_key_is_refused(content_dir, release):
 
 def test_plus_prefixed_key_is_an_addition(content_dir, release):
     path = content_dir / "TRAIN-901.md"
-    _edit(path, "`actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1`",
-          "`+actor_rollout_ref.model.override_config.attn_implementation=eager`")
+    _edit(
+        path,
+        "`actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1`",
+        "`+actor_rollout_ref.model.override_config.attn_implementation=eager`",
+    )
     assert _messages(content_dir, release) == []
 
 
@@ -115,7 +122,9 @@ def test_invented_module_is_refused(content_dir, release):
     path = content_dir / "DIST-901.md"
     _edit(path, "on every rank's log.", "on every rank's log, then `python3 -m verl.launcher.train_ppo`.")
     line = _line_of(path, "verl.launcher")
-    assert f"{path}:{line}: module verl.launcher.train_ppo does not exist in verl 0.9.1" in _messages(content_dir, release)
+    assert f"{path}:{line}: module verl.launcher.train_ppo does not exist in verl 0.9.1" in _messages(
+        content_dir, release
+    )
 
 
 def test_real_module_passes(content_dir, release):
@@ -159,7 +168,11 @@ def test_every_problem_names_a_real_line(content_dir, release, code):
 
 def test_invented_module_reference_and_file_are_refused(content_dir, release):
     path = content_dir / "DIST-901.md"
-    _edit(path, "on every rank's log.", "on every rank's log; see `verl.workers.fsdp_workers.Worker` and `verl/trainer/ppo_trainer.py`.")
+    _edit(
+        path,
+        "on every rank's log.",
+        "on every rank's log; see `verl.workers.fsdp_workers.Worker` and `verl/trainer/ppo_trainer.py`.",
+    )
     line = _line_of(path, "fsdp_workers")
     messages = _messages(content_dir, release)
     assert f"{path}:{line}: module verl.workers.fsdp_workers.Worker does not exist in verl 0.9.1" in messages
@@ -168,7 +181,9 @@ def test_invented_module_reference_and_file_are_refused(content_dir, release):
 
 def test_real_module_references_and_files_pass(content_dir, release):
     path = content_dir / "DIST-901.md"
-    _edit(path, "on every rank's log.", "on every rank's log (`verl.trainer.main_ppo.main`, `verl/trainer/main_ppo.py`).")
+    _edit(
+        path, "on every rank's log.", "on every rank's log (`verl.trainer.main_ppo.main`, `verl/trainer/main_ppo.py`)."
+    )
     assert _messages(content_dir, release) == []
 
 
@@ -177,17 +192,27 @@ def test_invalid_modules_name_gone_modules_and_must_be_gone(content_dir, release
     _edit(path, "on every rank's log.", "on every rank's log; old releases had `verl/workers/fsdp_workers.py`.")
     _edit(path, "tags: [nccl, timeout]", "tags: [nccl, timeout]\ninvalid_modules: ['verl/workers/fsdp_workers.py']")
     assert _messages(content_dir, release) == []
-    _edit(path, "invalid_modules: ['verl/workers/fsdp_workers.py']", "invalid_modules: ['verl/workers/fsdp_workers.py', 'verl.trainer.main_ppo']")
+    _edit(
+        path,
+        "invalid_modules: ['verl/workers/fsdp_workers.py']",
+        "invalid_modules: ['verl/workers/fsdp_workers.py', 'verl.trainer.main_ppo']",
+    )
     assert any("invalid_modules: verl.trainer.main_ppo does exist" in m for m in _messages(content_dir, release))
 
 
 def test_hydra_refuses_appending_a_key_that_exists(content_dir, release):
     path = content_dir / "ROLL-901.md"
-    _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", "`+actor_rollout_ref.rollout.gpu_memory_utilization=0.6`")
+    _edit(
+        path,
+        "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`",
+        "`+actor_rollout_ref.rollout.gpu_memory_utilization=0.6`",
+    )
     line = _line_of(path, "body: |")
-    expected = (f"{path}:{line}: fixes[0] (raise-gpu-memory-utilization): Hydra refuses "
-                "+actor_rollout_ref.rollout.gpu_memory_utilization=0.6: Could not append to config. "
-                "An item is already at 'actor_rollout_ref.rollout.gpu_memory_utilization'.")
+    expected = (
+        f"{path}:{line}: fixes[0] (raise-gpu-memory-utilization): Hydra refuses "
+        "+actor_rollout_ref.rollout.gpu_memory_utilization=0.6: Could not append to config. "
+        "An item is already at 'actor_rollout_ref.rollout.gpu_memory_utilization'."
+    )
     assert expected in _messages(content_dir, release)
 
 
@@ -195,31 +220,42 @@ def test_megatron_only_override_must_say_it_needs_megatron(content_dir, release)
     path = content_dir / "ROLL-901.md"
     _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", "`critic.nccl_timeout=1200`")
     messages = _messages(content_dir, release)
-    assert any("fixes[0] (raise-gpu-memory-utilization): critic.nccl_timeout=1200 composes only with "
-               "ppo_trainer model_engine=megatron; say that the fix needs it" in m for m in messages)
+    assert any(
+        "fixes[0] (raise-gpu-memory-utilization): critic.nccl_timeout=1200 composes only with "
+        "ppo_trainer model_engine=megatron; say that the fix needs it" in m
+        for m in messages
+    )
     _edit(path, "`critic.nccl_timeout=1200`", "with the Megatron engine: `critic.nccl_timeout=1200`")
     assert _messages(content_dir, release) == []
 
 
 def test_a_code_block_composes_as_one_command_with_its_group_choice(content_dir, release):
     path = content_dir / "ROLL-901.md"
-    block = ("Megatron runs:\n\n      ```bash\n      model_engine=megatron \\\n"
-             "      actor_rollout_ref.actor.megatron.use_mbridge=True \\\n"
-             "      actor_rollout_ref.rollout.gpu_memory_utilization=0.6\n      ```")
+    block = (
+        "Megatron runs:\n\n      ```bash\n      model_engine=megatron \\\n"
+        "      actor_rollout_ref.actor.megatron.use_mbridge=True \\\n"
+        "      actor_rollout_ref.rollout.gpu_memory_utilization=0.6\n      ```"
+    )
     _edit(path, "`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`", block)
     assert _messages(content_dir, release) == []
-    _edit(path, "actor_rollout_ref.actor.megatron.use_mbridge=True", "actor_rollout_ref.actor.megatron.use_bridge_x=True")
+    _edit(
+        path, "actor_rollout_ref.actor.megatron.use_mbridge=True", "actor_rollout_ref.actor.megatron.use_bridge_x=True"
+    )
     assert any("Hydra refuses" in m and "use_bridge_x" in m for m in _messages(content_dir, release))
 
 
 def test_every_entry_records_its_second_reading(content_dir, release):
     path = content_dir / "DIST-901.md"
     _edit(path, "reviewed:\n  release: '0.9.1'\n  date: 2026-12-01\n  result: confirmed\n", "")
-    assert f"{path}:1: reviewed: no second reading of the fixes against verl's source is recorded" in _messages(content_dir, release)
+    assert f"{path}:1: reviewed: no second reading of the fixes against verl's source is recorded" in _messages(
+        content_dir, release
+    )
 
 
 def test_a_fix_must_say_what_it_rests_on(content_dir, release):
     path = content_dir / "TRAIN-901.md"
     _edit(path, "    evidence: users\n", "")
-    assert any(m.startswith(f"{path}:") and "fixes[0].evidence: say what the fix rests on" in m
-               for m in _messages(content_dir, release))
+    assert any(
+        m.startswith(f"{path}:") and "fixes[0].evidence: say what the fix rests on" in m
+        for m in _messages(content_dir, release)
+    )

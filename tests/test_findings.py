@@ -14,8 +14,8 @@ from app.diagnose import read_labelled
 from app.entries import load_catalog_strict
 from app.findings import Findings
 from app.findings.raise_site import root_frames
-from app.findings.versions import canonical, extract_versions
 from app.matcher import Matcher
+from app.matcher.versions import canonical, extract_versions
 from app.releases import ReleaseLibrary, build_all
 from tests.conftest import FIXTURE_CONTENT, SHARED_DATA
 
@@ -58,7 +58,7 @@ def _labelled_versions(path: Path) -> tuple[set[tuple[str, str]], str]:
     while lines and lines[0].startswith("# "):
         line = lines.pop(0)
         if line.startswith("# versions:"):
-            for item in line[len("# versions:"):].split():
+            for item in line[len("# versions:") :].split():
                 name, _, version = item.partition("=")
                 labels.add((canonical(name), version))
     return labels, "\n".join(lines)
@@ -79,20 +79,34 @@ def test_two_columns_are_a_listing_only_among_others():
     assert extract_versions("step 3\nloss 0.25\nreward 1.5") == []
     listing = extract_versions("Package    Version\n---------- -------\ntorch      2.6.0+cu124\nvllm       0.8.5.post1")
     assert [(item.package, item.version, item.line) for item in listing] == [
-        ("torch", "2.6.0+cu124", 3), ("vllm", "0.8.5.post1", 4)]
+        ("torch", "2.6.0+cu124", 3),
+        ("vllm", "0.8.5.post1", 4),
+    ]
     tag = extract_versions("image: verlai/verl:app-verl0.5-sglang0.4.9.post6-mcore0.12.2-te2.2")
     assert {(item.package, item.version) for item in tag} == {
-        ("verl", "0.5"), ("sglang", "0.4.9.post6"), ("megatron-core", "0.12.2"), ("transformer-engine", "2.2")}
+        ("verl", "0.5"),
+        ("sglang", "0.4.9.post6"),
+        ("megatron-core", "0.12.2"),
+        ("transformer-engine", "2.2"),
+    }
 
 
 def test_a_version_the_stated_release_rules_out_is_drift_with_the_releases_that_admit_it(findings, matcher):
     found = findings.find(matcher.diagnose(DRIFT))
     drift = [finding for finding in found if finding["kind"] == "version_drift"]
-    assert drift == [{
-        "kind": "version_drift", "package": "vllm", "found": "0.10.0", "supported": "<=0.8.5,>=0.7.3 (extra [vllm])",
-        "verl_version": "0.5.0", "verl_version_source": "paste", "admitted_by": "0.6.1–0.8.0", "entry": None,
-        "evidence": {"line": 2, "text": "vllm==0.10.0"},
-    }]
+    assert drift == [
+        {
+            "kind": "version_drift",
+            "package": "vllm",
+            "found": "0.10.0",
+            "supported": "<=0.8.5,>=0.7.3 (extra [vllm])",
+            "verl_version": "0.5.0",
+            "verl_version_source": "paste",
+            "admitted_by": "0.6.1–0.8.0",
+            "entry": None,
+            "evidence": {"line": 2, "text": "vllm==0.10.0"},
+        }
+    ]
 
 
 def test_versions_in_range_give_no_drift_and_another_stacks_pins_do_not_count(findings, matcher):
@@ -111,8 +125,9 @@ def test_the_release_is_inferred_from_the_traceback_when_the_paste_does_not_say(
     assert site["path"] == "verl/utils/reward_score/__init__.py" and site["line"] == 106
     assert site["function"] == "default_compute_score" and site["located_by"] == "frame"
     assert site["statement"].startswith('raise NotImplementedError(f"Reward function is not implemented')
-    assert site["url"] == (f"https://github.com/verl-project/verl/blob/v{site['verl_version']}"
-                           "/verl/utils/reward_score/__init__.py#L106")
+    assert site["url"] == (
+        f"https://github.com/verl-project/verl/blob/v{site['verl_version']}/verl/utils/reward_score/__init__.py#L106"
+    )
     # only releases whose line 106 is that raise inside default_compute_score were candidates
     facts = findings.library.get(site["verl_version"])
     assert facts.raise_at(site["path"], 106).function == "default_compute_score"
@@ -122,8 +137,10 @@ def test_a_drift_an_entry_is_about_points_at_that_entry(findings, settings):
     from app.entries import load_catalog_strict
 
     catalog = load_catalog_strict(Path(__file__).resolve().parent.parent / "content" / "errors")
-    text = ("vllm==0.8.5\nverl==0.9.1\nImportError: cannot import name 'process_weights_after_loading' from "
-            "'vllm.model_executor.model_loader.utils'")
+    text = (
+        "vllm==0.8.5\nverl==0.9.1\nImportError: cannot import name 'process_weights_after_loading' from "
+        "'vllm.model_executor.model_loader.utils'"
+    )
     diagnosis = Matcher(catalog).diagnose(text)
     assert diagnosis.matches[0].code == "ENV-004"
     drift = [f for f in findings.find(diagnosis, catalog) if f["kind"] == "version_drift"]
@@ -140,8 +157,10 @@ ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this
 
 
 def test_a_message_that_fits_one_raise_of_the_release_is_located_by_message(findings, matcher):
-    text = ("AssertionError: max_token_len must be greater than the sequence length. Got max_token_len=2048 "
-            "and max_seq_len=4096")
+    text = (
+        "AssertionError: max_token_len must be greater than the sequence length. Got max_token_len=2048 "
+        "and max_seq_len=4096"
+    )
     found = [f for f in findings.find(matcher.diagnose(text)) if f["kind"] == "raise_site"]
     assert found and found[0]["located_by"] == "message"
     assert found[0]["path"] == "verl/utils/seqlen_balancing.py" and found[0]["verl_version_source"] == "pinned"
@@ -163,8 +182,13 @@ def test_raise_sites_on_the_development_pastes_point_at_the_line_that_raised(fin
                 if not any(frames[-1].verl_path in facts.files for facts in findings.library.releases):
                     continue  # a fork's own file
                 eligible += 1
-                located += any(f["kind"] == "raise_site" and f["block"] == number and f["line"] == frames[-1].line
-                               and f["path"] == frames[-1].verl_path for f in found)
+                located += any(
+                    f["kind"] == "raise_site"
+                    and f["block"] == number
+                    and f["line"] == frames[-1].line
+                    and f["path"] == frames[-1].verl_path
+                    for f in found
+                )
     assert eligible >= 20
     assert located / eligible >= 0.8, (located, eligible)
 
@@ -181,7 +205,9 @@ def test_every_truncated_development_paste_says_what_it_lacks(findings, matcher)
                     continue
                 checked += 1
                 finding = truncated[number]
-                wrapper = re.search(r"RayTaskError\((\w+)\)", "\n".join(diagnosis.paste.lines[block.start:block.end + 1]))
+                wrapper = re.search(
+                    r"RayTaskError\((\w+)\)", "\n".join(diagnosis.paste.lines[block.start : block.end + 1])
+                )
                 assert finding["wrapped_type"] == (wrapper.group(1) if wrapper else None), path.name
                 assert finding["hint"]
     assert checked >= 30
@@ -196,12 +222,21 @@ def test_findings_reach_the_api_the_cli_and_the_paste_page(client, runner, setti
 
     page = client.post("/paste", data={"text": DRIFT}).text
     assert 'data-kind="version_drift" data-package="vllm"' in page and "Where verl raised it" in page
-    cut = client.post("/paste", data={"text": "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() "
-                                              "(pid=1, ip=10.0.0.1)\n  File \"/x/verl/trainer/main_ppo.py\", line 1, in run\n"}).text
+    cut = client.post(
+        "/paste",
+        data={
+            "text": "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() "
+            '(pid=1, ip=10.0.0.1)\n  File "/x/verl/trainer/main_ppo.py", line 1, in run\n'
+        },
+    ).text
     assert 'data-kind="truncated"' in cut and "RayTaskError(OutOfMemoryError)" in cut
 
-    env = {"KB_DATA_DIR": str(settings.data_dir), "KB_CONTENT_DIR": str(settings.content_dir),
-           "KB_SECRET_KEY": settings.secret_key, "KB_RELEASES_DIR": str(settings.verl_dir)}
+    env = {
+        "KB_DATA_DIR": str(settings.data_dir),
+        "KB_CONTENT_DIR": str(settings.content_dir),
+        "KB_SECRET_KEY": settings.secret_key,
+        "KB_RELEASES_DIR": str(settings.verl_dir),
+    }
     printed = runner.invoke(cli, ["match", "-"], input=DRIFT, env=env).output
     assert "Version drift: vllm 0.10.0" in printed and "verl/utils/reward_score/__init__.py:106" in printed
     as_json = json.loads(runner.invoke(cli, ["match", "-", "--json"], input=DRIFT, env=env).output)
@@ -217,8 +252,13 @@ def test_without_release_facts_the_answer_says_so_and_truncation_still_shows(tmp
     empty = settings.model_copy(update={"releases_dir": tmp_path / "no-facts"})
     ingest(empty)
     with TestClient(create_app(empty)) as client:
-        answer = client.post("/api/v1/match", json={"text": DRIFT + "\nray.exceptions.RayTaskError(KeyError): "
-                                                                    "ray::main_task()\n  File \"a.py\", line 1, in f\n"}).json()
+        answer = client.post(
+            "/api/v1/match",
+            json={
+                "text": DRIFT + "\nray.exceptions.RayTaskError(KeyError): "
+                'ray::main_task()\n  File "a.py", line 1, in f\n'
+            },
+        ).json()
     assert "release facts are missing" in answer["release_facts"]
     assert [finding["kind"] for finding in answer["findings"]] == ["truncated"]
 

@@ -7,17 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from app.diagnose import LocalManual, read_labelled
+from app.diagnose import read_labelled
 from app.ingest import ingest
 from app.insights.fingerprint import fingerprint, observe, scrub, search_key, verl_frame
+from app.manual import Manual
 from app.settings import ROOT, Settings
 
 PASTES = Path(__file__).parent / "fixtures" / "pastes"
 # Pastes of the dev set whose error line is the very same although their threads trace it to different
 # causes: `ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.` with no
 # frames, told apart only by the log around it (an OOM killer in one, a crashed owner node in the other).
-SAME_LINE_DIFFERENT_CAUSE = {"012-agentr1-taskrunner-died-k8s-memory.txt", "057-easyr1-owner-node-crashed-runner.txt",
-                             "361-one-shot-rlvr-actor-died-oom-killer.txt"}
+SAME_LINE_DIFFERENT_CAUSE = {
+    "012-agentr1-taskrunner-died-k8s-memory.txt",
+    "057-easyr1-owner-node-crashed-runner.txt",
+    "361-one-shot-rlvr-actor-died-oom-killer.txt",
+}
 
 
 def crash(rank: int, host: str, user: str, node_ip: str, size: float, step: int) -> str:
@@ -36,11 +40,12 @@ def crash(rank: int, host: str, user: str, node_ip: str, size: float, step: int)
 
 
 @pytest.fixture(scope="module")
-def manual(tmp_path_factory) -> LocalManual:
-    settings = Settings(data_dir=tmp_path_factory.mktemp("data"), content_dir=ROOT / "content" / "errors",
-                        secret_key="s" * 40)
+def manual(tmp_path_factory) -> Manual:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("data"), content_dir=ROOT / "content" / "errors", secret_key="s" * 40
+    )
     ingest(settings)
-    return LocalManual(settings)
+    return Manual.open(settings, fresh=True)
 
 
 def test_same_error_from_other_ranks_hosts_paths_and_numbers_is_one_fingerprint(manual):
@@ -69,8 +74,11 @@ def test_different_errors_of_the_dev_set_get_different_fingerprints(manual):
         label = path.name if expect == "none" else expect  # every negative is an error of its own
         by_id[observation.fingerprint.id].add(label)
         files[observation.fingerprint.id].append(path.name)
-    merged = {fp: sorted(files[fp]) for fp, labels in by_id.items()
-              if len(labels) > 1 and not set(files[fp]) <= SAME_LINE_DIFFERENT_CAUSE}
+    merged = {
+        fp: sorted(files[fp])
+        for fp, labels in by_id.items()
+        if len(labels) > 1 and not set(files[fp]) <= SAME_LINE_DIFFERENT_CAUSE
+    }
     assert not merged, merged
     # and the same failure pasted by different users groups: several dev-set entries have one fingerprint
     # for two or more of their pastes
@@ -78,12 +86,25 @@ def test_different_errors_of_the_dev_set_get_different_fingerprints(manual):
     assert len(by_id) >= 120
 
 
-@pytest.mark.parametrize("private", [
-    "hf_Zq8xK2mN4pL7vR9sT1uW3yB5dF6gH0jQ", "sk-proj-4fQ9xLmN2pR7sT1vW8yZ", "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlc2lnbmF0", "alice.smith@example.com", "/home/alice/run.py",
-    "C:\\Users\\alice\\run.py", "~/alice/run.py", "10.23.45.67", "fe80:0:0:0:202:b3ff:fe1e:8329", "node-7.corp",
-    "https://user:pw@internal.example.org/x", "Bearer abcDEF123456ghi", "AKIAIOSFODNN7EXAMPLE",
-])
+@pytest.mark.parametrize(
+    "private",
+    [
+        "hf_Zq8xK2mN4pL7vR9sT1uW3yB5dF6gH0jQ",
+        "sk-proj-4fQ9xLmN2pR7sT1vW8yZ",
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlc2lnbmF0",
+        "alice.smith@example.com",
+        "/home/alice/run.py",
+        "C:\\Users\\alice\\run.py",
+        "~/alice/run.py",
+        "10.23.45.67",
+        "fe80:0:0:0:202:b3ff:fe1e:8329",
+        "node-7.corp",
+        "https://user:pw@internal.example.org/x",
+        "Bearer abcDEF123456ghi",
+        "AKIAIOSFODNN7EXAMPLE",
+    ],
+)
 def test_scrub_removes_private_values(private):
     line = f"ValueError: could not open {private} (token={private}) for hostname={private}"
     assert private not in scrub(line)
@@ -98,9 +119,11 @@ def test_quoted_values_and_numbers_become_placeholders():
 
 
 def test_frame_is_the_deepest_verl_module_without_the_directories_above_it():
-    frames = ["/home/alice/verl/verl/trainer/main_ppo.py:main",
-              "/home/alice/verl/verl/workers/rollout/vllm_rollout.py:generate_sequences",
-              "/opt/conda/envs/verl/lib/python3.10/site-packages/torch/nn/modules/module.py:_call_impl"]
+    frames = [
+        "/home/alice/verl/verl/trainer/main_ppo.py:main",
+        "/home/alice/verl/verl/workers/rollout/vllm_rollout.py:generate_sequences",
+        "/opt/conda/envs/verl/lib/python3.10/site-packages/torch/nn/modules/module.py:_call_impl",
+    ]
     assert verl_frame(frames) == "verl/workers/rollout/vllm_rollout.py:generate_sequences"
     assert verl_frame(["/home/verl/lib/python3.12/site-packages/vllm/config.py:__init__"]) is None
 

@@ -38,18 +38,24 @@ PRIVATE = {
     "ip": "10.23.45.67",
     "message": "Shard 4 of the reward table is unreadable",
 }
-LEAKY_PASTE = f"""(TaskRunner pid=81234, ip={PRIVATE['ip']}) Traceback (most recent call last):
-  File "{PRIVATE['home']}/verl/verl/trainer/main_ppo.py", line 42, in run
+LEAKY_PASTE = f"""(TaskRunner pid=81234, ip={PRIVATE["ip"]}) Traceback (most recent call last):
+  File "{PRIVATE["home"]}/verl/verl/trainer/main_ppo.py", line 42, in run
     reward_fn = load_reward_manager(config, tokenizer)
-  File "{PRIVATE['home']}/verl/verl/trainer/ppo/reward.py", line 97, in load_reward_manager
-    table = fetch(url, token="{PRIVATE['token']}")
-huggingface_hub.errors.HfHubHTTPError: 401 Client Error: {PRIVATE['message']} for {PRIVATE['email']} at {PRIVATE['ip']} (token {PRIVATE['token']}, cache {PRIVATE['home']}/.cache)
+  File "{PRIVATE["home"]}/verl/verl/trainer/ppo/reward.py", line 97, in load_reward_manager
+    table = fetch(url, token="{PRIVATE["token"]}")
+huggingface_hub.errors.HfHubHTTPError: 401 Client Error: {PRIVATE["message"]} for {PRIVATE["email"]} at {PRIVATE["ip"]} (token {PRIVATE["token"]}, cache {PRIVATE["home"]}/.cache)
 """
 
 
 def insights_settings(tmp_path: Path, content_dir: Path, **changes) -> Settings:
-    values = {"data_dir": tmp_path / "data", "content_dir": content_dir, "secret_key": SECRET,
-              "insights_token": TOKEN, "vote_rate_limit": "1000/minute", **changes}
+    values = {
+        "data_dir": tmp_path / "data",
+        "content_dir": content_dir,
+        "secret_key": SECRET,
+        "insights_token": TOKEN,
+        "vote_rate_limit": "1000/minute",
+        **changes,
+    }
     return Settings(**values)
 
 
@@ -98,8 +104,12 @@ def test_nothing_pasted_reaches_the_database(tmp_path, content_dir, database_url
             http.get("/api/v1/search", params={"q": query})
             http.get("/search", params={"q": query})
         kv = http.post("/api/v1/match", json={"text": f"{LEAKY_PASTE}\n{KV}"}).json()
-        assert http.post("/api/v1/matches/feedback", json={"code": "ROLL-901", "fingerprint": kv["fingerprint"],
-                                                           "right": False}).status_code == 201
+        assert (
+            http.post(
+                "/api/v1/matches/feedback", json={"code": "ROLL-901", "fingerprint": kv["fingerprint"], "right": False}
+            ).status_code
+            == 201
+        )
         flush(server)
         insights = http.get("/api/v1/insights", headers={"Authorization": f"Bearer {TOKEN}"}).json()
     assert insights["misses"][0]["exception"] == "huggingface_hub.errors.HfHubHTTPError"
@@ -140,11 +150,19 @@ def test_match_reports_obey_the_vote_rules(tmp_path, content_dir):
         assert int(limited.headers["retry-after"]) >= 1
         stranger = httpx.post(server.url + "/api/v1/matches/feedback", json={**report, "code": "ROLL-999"})
         assert stranger.status_code == 404
-        assert httpx.post(server.url + "/api/v1/matches/feedback",
-                          json={**report, "fingerprint": "../../etc"}).status_code == 422
-        form = httpx.post(server.url + "/api/v1/matches/feedback", content="code=ROLL-901",
-                          headers={"content-type": "application/x-www-form-urlencoded"})
-        assert form.status_code in (415, 422) and form.json()["error"]["code"] in ("unsupported_media_type", "invalid_input")
+        assert (
+            httpx.post(server.url + "/api/v1/matches/feedback", json={**report, "fingerprint": "../../etc"}).status_code
+            == 422
+        )
+        form = httpx.post(
+            server.url + "/api/v1/matches/feedback",
+            content="code=ROLL-901",
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert form.status_code in (415, 422) and form.json()["error"]["code"] in (
+            "unsupported_media_type",
+            "invalid_input",
+        )
     stored = rows(settings, MatchFeedback)
     one_voter = [row for row in stored if row.code == "ROLL-901"]
     assert len(one_voter) == 1 and one_voter[0].right is True  # the second word replaced the first
@@ -160,7 +178,9 @@ def test_the_paste_page_button_reports_the_match(tmp_path, content_dir):
         assert forged.status_code == 403
         done = http.post("/matches/feedback", data={"code": "ROLL-901", "fingerprint": fp, "csrf": form_csrf(page)})
         assert done.status_code == 200 and "ROLL-901 was not your error" in done.text
-    assert [(row.code, row.fingerprint, row.right) for row in rows(settings, MatchFeedback)] == [("ROLL-901", fp, False)]
+    assert [(row.code, row.fingerprint, row.right) for row in rows(settings, MatchFeedback)] == [
+        ("ROLL-901", fp, False)
+    ]
 
 
 def test_report_wrong_match_through_mcp(tmp_path, content_dir):
@@ -168,8 +188,9 @@ def test_report_wrong_match_through_mcp(tmp_path, content_dir):
     with served(settings) as server:
         _names, answer = _call(server.url, "diagnose_log", {"text": KV})
         fp = _payload(answer)["fingerprint"]
-        names, result = _call(server.url, "report_wrong_match", {"code": "ROLL-901", "fingerprint": fp,
-                                                                 "reporter": "agent-7"})
+        names, result = _call(
+            server.url, "report_wrong_match", {"code": "ROLL-901", "fingerprint": fp, "reporter": "agent-7"}
+        )
     assert "report_wrong_match" in names and _payload(result)["recorded"] is True
     assert [(row.voter, row.right) for row in rows(settings, MatchFeedback)] == [("mcp:agent-7", False)]
 
@@ -224,8 +245,10 @@ def test_a_session_of_real_pastes_shows_on_insights_and_in_kb_insights(tmp_path,
         fp = http.post("/api/v1/match", json={"text": KV}).json()["fingerprint"]
         http.post("/api/v1/matches/feedback", json={"code": "ROLL-901", "fingerprint": fp, "right": False})
         for _ in range(2):
-            httpx.post(f"{server.url}/api/v1/errors/DIST-901/fixes/{_first_fix(http, 'DIST-901')}/votes",
-                       json={"worked": False})
+            httpx.post(
+                f"{server.url}/api/v1/errors/DIST-901/fixes/{_first_fix(http, 'DIST-901')}/votes",
+                json={"worked": False},
+            )
         flush(server)
         view = http.get("/api/v1/insights", headers={"Authorization": f"Bearer {TOKEN}"}).json()
         page = http.get("/insights", params={"token": TOKEN}).text

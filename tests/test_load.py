@@ -20,7 +20,9 @@ SECRET = "load-test-secret-" + "x" * 32
 CONCURRENT = 96  # more than the 40 worker threads plus the 15 pooled connections SQLAlchemy allows SQLite
 REQUESTS = 480
 HEALTHZ_LIMIT_S = 5.0  # a liveness bound, not a speed goal (benchmarks/ measures that): before the fix it was > 20 s
-PASTE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB. GPU 0 has a total capacity of 79.11 GiB"
+PASTE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 13.91 GiB. GPU 0 has a total capacity of 79.11 GiB"
+)
 
 
 def _request(client: httpx.AsyncClient, number: int):
@@ -90,8 +92,12 @@ def test_concurrent_pastes_and_pages_all_answered_sqlite(tmp_path, content_dir):
 @pytest.mark.postgres
 def test_concurrent_pastes_and_pages_all_answered_postgres(tmp_path, content_dir):
     with postgres_database() as url:
-        env = {"KB_DATABASE_URL": url, "KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET,
-               "KB_CONTENT_DIR": str(content_dir)}
+        env = {
+            "KB_DATABASE_URL": url,
+            "KB_DATA_DIR": str(tmp_path / "data"),
+            "KB_SECRET_KEY": SECRET,
+            "KB_CONTENT_DIR": str(content_dir),
+        }
         server = ServerProcess(env, tmp_path / "server.log").start()
         try:
             _assert_survives(server.url)
@@ -101,14 +107,20 @@ def test_concurrent_pastes_and_pages_all_answered_postgres(tmp_path, content_dir
 
 def test_overload_is_refused_fast_with_retry_after(tmp_path, content_dir):
     """With one request at a time and a queue of two, a burst gets 503 + Retry-After, not a long wait."""
-    env = {"KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET, "KB_CONTENT_DIR": str(content_dir),
-           "KB_MAX_CONCURRENT_REQUESTS": "1", "KB_MAX_QUEUED_REQUESTS": "2"}
+    env = {
+        "KB_DATA_DIR": str(tmp_path / "data"),
+        "KB_SECRET_KEY": SECRET,
+        "KB_CONTENT_DIR": str(content_dir),
+        "KB_MAX_CONCURRENT_REQUESTS": "1",
+        "KB_MAX_QUEUED_REQUESTS": "2",
+    }
     server = ServerProcess(env, tmp_path / "server.log").start()
     big = (PASTE + "\n" + "step 1: loss 0.1 reward 0.2 " * 20 + "\n") * 400  # ~250 KB: each takes a while
 
     async def burst():
-        async with httpx.AsyncClient(base_url=server.url, timeout=60,
-                                     limits=httpx.Limits(max_connections=40)) as client:
+        async with httpx.AsyncClient(
+            base_url=server.url, timeout=60, limits=httpx.Limits(max_connections=40)
+        ) as client:
             return await asyncio.gather(*(client.post("/api/v1/match", json={"text": big}) for _ in range(40)))
 
     try:
@@ -132,8 +144,12 @@ def test_healthz_answers_while_the_database_hangs(tmp_path, content_dir):
     from sqlalchemy import create_engine, text
 
     with postgres_database() as url:
-        env = {"KB_DATABASE_URL": url, "KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET,
-               "KB_CONTENT_DIR": str(content_dir)}
+        env = {
+            "KB_DATABASE_URL": url,
+            "KB_DATA_DIR": str(tmp_path / "data"),
+            "KB_SECRET_KEY": SECRET,
+            "KB_CONTENT_DIR": str(content_dir),
+        }
         server = ServerProcess(env, tmp_path / "server.log").start()
         engine = create_engine(url)
         try:

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from app.diagnose import LocalManual
 from app.entries import load_catalog_strict
 from app.ingest import ingest
+from app.manual import Manual
 from app.matcher import Matcher
 from app.matcher.blocks import split_blocks
 from app.matcher.normalise import normalise
 from app.settings import ROOT
+from tests.conftest import FIXTURE_CONTENT
 
 KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.11 GiB"
-WATCHDOG = ("[rank{r}]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
-            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r}12 "
-            "milliseconds before timing out.")
+WATCHDOG = (
+    "[rank{r}]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r}12 "
+    "milliseconds before timing out."
+)
 
 
 @pytest.fixture
@@ -121,13 +124,15 @@ def test_cascade_alone_is_medium_not_a_root_cause(matcher):
 
 def test_cascade_beside_an_unknown_crash_is_no_diagnosis(matcher):
     # a user's reward function fails on one worker; the others then time out in their next collective
-    text = "\n".join([
-        "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
-        '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
-        '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
-        "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
-        *(f"(WorkerDict pid=13{r}0, ip=10.0.0.1) {WATCHDOG.format(r=r)}" for r in (1, 2)),
-    ])
+    text = "\n".join(
+        [
+            "(WorkerDict pid=1234, ip=10.0.0.1) Traceback (most recent call last):",
+            '(WorkerDict pid=1234, ip=10.0.0.1)   File "/home/u/my_reward.py", line 12, in compute_score',
+            '(WorkerDict pid=1234, ip=10.0.0.1)     return float(answer.split("####")[1])',
+            "(WorkerDict pid=1234, ip=10.0.0.1) IndexError: list index out of range",
+            *(f"(WorkerDict pid=13{r}0, ip=10.0.0.1) {WATCHDOG.format(r=r)}" for r in (1, 2)),
+        ]
+    )
     diagnosis = matcher.diagnose(text)
     assert diagnosis.blocks[0].exception_line == "IndexError: list index out of range"
     assert diagnosis.blocks[0].end == 3  # the next worker's line is not part of the IndexError's message
@@ -135,11 +140,13 @@ def test_cascade_beside_an_unknown_crash_is_no_diagnosis(matcher):
 
 
 def test_a_message_continues_on_lines_of_the_same_worker():
-    text = "\n".join([
-        f"(WorkerDict pid=7, ip=10.0.0.1) {OOM}",
-        "(WorkerDict pid=7, ip=10.0.0.1) Of the allocated memory 70.02 GiB is allocated by PyTorch",
-        "(WorkerDict pid=8, ip=10.0.0.1) step 3 finished",
-    ])
+    text = "\n".join(
+        [
+            f"(WorkerDict pid=7, ip=10.0.0.1) {OOM}",
+            "(WorkerDict pid=7, ip=10.0.0.1) Of the allocated memory 70.02 GiB is allocated by PyTorch",
+            "(WorkerDict pid=8, ip=10.0.0.1) step 3 finished",
+        ]
+    )
     block = blocks_of(text)[0]
     assert (block.start, block.end) == (0, 1)
 
@@ -166,18 +173,21 @@ def test_environment_is_extracted_and_demotes_excluded_entries(content_dir):
     assert match.confidence != "high"
 
 
-@pytest.mark.parametrize("text", [
-    "Traceback (most recent call last):\n  File \"/home/u/my_reward.py\", line 12, in compute_score\n"
-    "    return len(solution) / total\nZeroDivisionError: division by zero",
-    "OSError: [Errno 122] Disk quota exceeded: '/mnt/ckpt/global_step_40/actor/model_world_size_8_rank_3.pt'",
-    "wandb: ERROR Error while calling W&B API: An internal error occurred. Please contact support. (<Response [500]>)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Traceback (most recent call last):\n  File "/home/u/my_reward.py", line 12, in compute_score\n'
+        "    return len(solution) / total\nZeroDivisionError: division by zero",
+        "OSError: [Errno 122] Disk quota exceeded: '/mnt/ckpt/global_step_40/actor/model_world_size_8_rank_3.pt'",
+        "wandb: ERROR Error while calling W&B API: An internal error occurred. Please contact support. (<Response [500]>)",
+    ],
+)
 def test_unknown_errors_get_no_confident_match(matcher, text):
     assert all(m.confidence == "low" for m in matcher.diagnose(text).matches)
 
 
 def test_a_known_warning_before_an_unknown_crash_is_not_confident(matcher):
-    text = f"""step 3: {KV.replace('ValueError: ', 'warning: ')}
+    text = f"""step 3: {KV.replace("ValueError: ", "warning: ")}
 Traceback (most recent call last):
   File "/home/u/my_reward.py", line 12, in compute_score
     return len(solution) / total
@@ -206,7 +216,7 @@ def test_a_cut_paste_suggests_entries_about_the_wrapped_type_first(settings):
     # Real full-text search over the fixture entries: the words favour the rollout entry, the
     # wrapper says an OutOfMemoryError was raised, so the OOM entry leads (still only low).
     ingest(settings)
-    manual = LocalManual(settings)
+    manual = Manual.open(settings, fresh=True)
     text = """The rollout engine stopped while vllm was generating sequences for the cache blocks.
 ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_generate_sequences() (pid=1, ip=10.0.0.1)
   File "/verl/verl/single_controller/ray/base.py", line 663, in func
@@ -221,12 +231,14 @@ ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_gen
 def test_with_cascades_only_the_first_to_appear_leads():
     # the vLLM engine died first; Ray's note that a worker died follows from it
     catalog = load_catalog_strict(ROOT / "content" / "errors")
-    text = "\n".join([
-        "(AgentLoopWorker pid=5101) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
-        "See stack trace (above) for the root cause.",
-        "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
-        "the problem, check the logs for the dead worker.",
-    ])
+    text = "\n".join(
+        [
+            "(AgentLoopWorker pid=5101) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+            "See stack trace (above) for the root cause.",
+            "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+            "the problem, check the logs for the dead worker.",
+        ]
+    )
     matches = Matcher(catalog).diagnose(text).matches
     assert [match.code for match in matches[:2]] == ["ROLL-005", "DIST-001"]
     assert not matches[0].root_cause and matches[0].confidence == "medium"
@@ -240,6 +252,77 @@ def test_a_signature_set_over_its_memory_budget_names_the_costliest_signature(tm
     catalog = load_catalog_strict(FIXTURE_CONTENT)
     SignatureSet(catalog, max_mem=1 << 20)  # the fixture set is small
     wide = next(iter(catalog))
-    wide.meta.signatures.append(r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError")
+    wide.meta.signatures.append(
+        r"in collect_data[\s\S]{0,1000}in check_consistency[\s\S]{0,1000}in verify[\s\S]{0,1000}KeyError"
+    )
     with pytest.raises(SignatureError, match=rf"do not fit in one RE2 set of 1 MiB; the largest: {wide.code} "):
         SignatureSet(catalog, max_mem=1 << 20)
+
+
+# A paste that starts mid-traceback: the first line lost `File "/usr/.../site-packages/` to the cut.
+CUT_FRAME_PASTE = """transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py", line 391, in forward
+(TaskRunner pid=22930) hidden_states = self.mlp(hidden_states)
+(TaskRunner pid=22930) ^^^^^^^^^^^^^^^^^^^^^^^
+(TaskRunner pid=22930) File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/module.py", line 1773, in _wrapped_call_impl
+(TaskRunner pid=22930) return self._call_impl(*args, **kwargs)
+RuntimeError: scatter(): Expected self.dtype to be equal to src.dtype"""
+FRAME_THEN_ERROR = (
+    r'(?s)modeling_qwen3_vl_moe\.py", line \d+, in forward.*?scatter\(\): Expected self\.dtype to be equal'
+)
+
+
+def test_a_frame_cut_before_its_file_starts_the_traceback_below_it():
+    blocks = blocks_of(CUT_FRAME_PASTE)
+    assert len(blocks) == 1
+    assert (blocks[0].kind, blocks[0].start, blocks[0].truncated) == ("traceback", 0, False)
+    assert blocks[0].exception_line.startswith("RuntimeError: scatter()")
+    assert blocks[0].frames[0] == "transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:forward"
+
+
+def test_a_sentence_quoting_a_frame_is_not_a_cut_frame():
+    text = 'see modeling_x.py", line 3, in forward for where it fails\nRuntimeError: boom'
+    assert [block.kind for block in blocks_of(text)] == ["error"]
+
+
+def test_a_signature_from_a_cut_frame_to_the_error_line_is_a_confident_diagnosis():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    entry = catalog.get("TRAIN-901")
+    entry.meta.signatures.append(FRAME_THEN_ERROR)
+    top = Matcher(catalog).diagnose(CUT_FRAME_PASTE).matches[0]
+    assert (top.code, top.confidence) == ("TRAIN-901", "high")
+    assert top.matched_line.startswith("RuntimeError: scatter()")
+    # the same signature on the whole frame line, the paste uncut, answers the same
+    whole = 'Traceback (most recent call last):\n  File "/usr/lib/python3/dist-packages/' + CUT_FRAME_PASTE
+    assert (Matcher(catalog).diagnose(whole).matches[0].confidence) == "high"
+
+
+def test_a_signature_from_a_frame_to_the_error_line_is_on_the_exception():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    signature = r"in update_policy\n(?:.*\n){0,4}?.*CUDA error: an illegal memory access"
+    catalog.get("TRAIN-901").meta.signatures.append(signature)
+    text = """Traceback (most recent call last):
+  File "/verl/verl/workers/actor/dp_actor.py", line 410, in update_policy
+    loss.backward()
+RuntimeError: CUDA error: an illegal memory access was encountered"""
+    top = Matcher(catalog).diagnose(text).matches[0]
+    assert (top.code, top.confidence, top.line_index) == ("TRAIN-901", "high", 3)
+
+
+def test_a_cut_frame_without_its_error_line_is_never_high():
+    catalog = load_catalog_strict(FIXTURE_CONTENT)
+    catalog.get("TRAIN-901").meta.signatures.append(r'modeling_qwen3_vl_moe\.py", line \d+, in forward')
+    cut = CUT_FRAME_PASTE.rsplit("\n", 1)[0]  # the error line is gone too
+    matches = Matcher(catalog).diagnose(cut).matches
+    assert matches and all(match.confidence != "high" for match in matches)
+
+
+def test_a_traceback_ending_in_a_bare_exception_is_complete():
+    # `raise Exception("...")` prints the class with nothing before "Exception": the traceback is whole
+    text = """Traceback (most recent call last):
+  File "/home/user/verl/verl/utils/fsdp_utils.py", line 128, in get_fsdp_wrap_policy
+    raise Exception("Could not find the transformer layer class to wrap in the model.")
+Exception: Could not find the transformer layer class to wrap in the model."""
+    block = blocks_of(text)[0]
+    assert not block.truncated
+    assert block.exception_line == "Exception: Could not find the transformer layer class to wrap in the model."
+    assert [b.kind for b in blocks_of("Exceptional things happened at step 3")] == ["error"]

@@ -17,6 +17,7 @@ def _call(url: str, tool: str, arguments: dict):
             names = {t.name for t in (await client.list_tools()).tools}
             result = await client.call_tool(tool, arguments)
             return names, result
+
     return asyncio.run(run())
 
 
@@ -49,15 +50,23 @@ def test_report_fix_outcome_is_stored(live_server):
 
 
 def test_unknown_host_header_is_refused(live_server):
-    response = httpx.post(f"{live_server.url}/mcp", headers={"Host": "evil.example.com", "content-type": "application/json",
-                                                             "accept": "application/json, text/event-stream"},
-                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    response = httpx.post(
+        f"{live_server.url}/mcp",
+        headers={
+            "Host": "evil.example.com",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    )
     assert response.status_code in (400, 403, 421)
 
 
 def test_diagnose_log_carries_the_findings(live_server):
-    cut = ('ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=1, ip=10.0.0.1)\n'
-           '  File "/x/verl/trainer/main_ppo.py", line 1, in run\n')
+    cut = (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=1, ip=10.0.0.1)\n"
+        '  File "/x/verl/trainer/main_ppo.py", line 1, in run\n'
+    )
     _names, result = _call(live_server.url, "diagnose_log", {"text": cut})
     findings = _payload(result)["findings"]
     assert [(f["kind"], f["wrapped_type"]) for f in findings] == [("truncated", "OutOfMemoryError")]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import os
 import shutil
+import struct
 import subprocess
 import sys
-import struct
+import tempfile
+import threading
 import zlib
 
 import httpx
@@ -25,7 +28,8 @@ from app.settings import ROOT
 from app.web.app import create_app
 from benchmarks.screenshots import FONT_PACKAGES, STYLES, fonts_available, render
 from tests.conftest import LiveServer
-from tests.test_mcp import _payload
+from tests.test_insights import PRIVATE, TOKEN, _database_text, flush, insights_settings, served
+from tests.test_mcp import _call, _payload
 
 STYLE = {style.name: style for style in STYLES}
 KV_TRACEBACK = [
@@ -88,17 +92,38 @@ def test_text_read_keeps_traceback_indentation(http):
     assert frame.startswith("  File ") and code.startswith("    self.engine")
 
 
-@pytest.mark.parametrize("data,name,status,code", [
+BAD_IMAGES = [
     (b"hello, not an image", "a.png", 415, "unsupported_media_type"),
     (b"GIF89a" + b"\x00" * 64, "a.gif", 415, "unsupported_media_type"),
     (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "cut.png", 422, "invalid_image"),
     (png_bomb(100_000, 100_000), "bomb.png", 413, "image_too_large"),
     (png_bomb(6_000, 6_000), "big.png", 413, "image_too_large"),
-])
+]
+
+
+@pytest.mark.parametrize("data,name,status,code", BAD_IMAGES)
 def test_bad_images_are_refused_with_4xx(http, data, name, status, code):
     response = match_image(http, data, name)
     assert response.status_code == status
     assert response.json()["error"]["code"] == code and response.json()["error"]["message"]
+
+
+def test_bad_images_are_refused_on_the_paste_page_and_through_mcp(http, live_server):
+    """The same images as above, dropped on /paste (the form comes back with the reason) and sent to MCP
+    `diagnose_log` (a tool error the agent can read): never a 5xx, never a hang."""
+    for data, name, status, _code in BAD_IMAGES:
+        page = http.post("/paste", files={"image": (name, data, "image/png")})
+        assert page.status_code == status and 'id="paste-text"' in page.text
+
+    async def call():
+        async with Client(f"{live_server.url}/mcp") as client:
+            return [
+                await client.call_tool("diagnose_log", {"image_base64": base64.b64encode(data).decode()})
+                for data, *_ in BAD_IMAGES
+            ]
+
+    for answer in asyncio.run(call()):
+        assert answer.is_error and answer.content[0].text
 
 
 def test_truncated_screenshot_is_422(http):
@@ -118,8 +143,9 @@ def test_image_over_the_size_setting_is_413(settings):
     Image.frombytes("RGB", (200, 200), os.urandom(200 * 200 * 3)).save(out, "PNG")  # noise: about 120 KB
     ingest(small)
     with LiveServer(create_app(small)) as server:
-        response = httpx.post(f"{server.url}/api/v1/match", files={"image": ("a.png", out.getvalue(), "image/png")},
-                              timeout=60)
+        response = httpx.post(
+            f"{server.url}/api/v1/match", files={"image": ("a.png", out.getvalue(), "image/png")}, timeout=60
+        )
     assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
 
 
@@ -155,6 +181,96 @@ def test_mcp_diagnose_log_reads_a_base64_screenshot(live_server):
     assert bad.is_error and "PNG, JPEG or WebP" in bad.content[0].text
 
 
+@contextlib.contextmanager
+def ocr_slot_taken(settings, queue_timeout: float):
+    """A live server whose only OCR slot is taken, as by an image being read; yields (server, release)."""
+    settings = settings.model_copy(update={"queue_timeout": queue_timeout, "ocr_concurrency": 1})
+    ingest(settings)
+    app = create_app(settings)
+    with LiveServer(app) as server:
+        slots = app.state.kb.resources.images._slots
+        slots.acquire()
+        held = [True]
+
+        def release():
+            if held:
+                held.pop()
+                slots.release()
+
+        try:
+            yield server, release
+        finally:
+            release()
+
+
+def send_screenshot(server: LiveServer, timeout: float = 600) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/api/v1/match", files={"image": ("a.png", screenshot("dark-14"), "image/png")}, timeout=timeout
+    )
+
+
+def test_reading_an_image_leaves_the_event_loop_free(settings):
+    """An image waiting for (or in) OCR ties up a worker thread, not the server: health checks and text
+    diagnoses are answered meanwhile, and the image is answered once its turn comes."""
+    with ocr_slot_taken(settings, queue_timeout=600) as (server, release):
+        answered: dict[str, httpx.Response] = {}
+        sender = threading.Thread(target=lambda: answered.setdefault("image", send_screenshot(server)))
+        sender.start()
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            assert http.get("/healthz").status_code == 200
+            text = http.post("/api/v1/match", json={"text": KV_MESSAGE})
+        assert text.status_code == 200 and text.json()["matches"][0]["code"] == "ROLL-901"
+        assert "image" not in answered  # it still waits for the slot the others never needed
+        release()
+        sender.join(timeout=600)
+    assert answered["image"].status_code == 200 and answered["image"].json()["matches"][0]["code"] == "ROLL-901"
+
+
+def test_images_beyond_the_ocr_concurrency_get_503(settings):
+    with ocr_slot_taken(settings, queue_timeout=0.2) as (server, _release):
+        response = send_screenshot(server, timeout=120)
+    assert response.status_code == 503 and response.json()["error"]["code"] == "overloaded"
+    assert response.headers["retry-after"]
+
+
+def test_screenshots_are_never_stored(tmp_path, content_dir, monkeypatch):
+    """A screenshot of an error the manual does not know, with private details in it, goes through the API, the
+    paste page and MCP: the miss is recorded as a fingerprint, but no table, data file or temporary file holds
+    the image or the private text read from it."""
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))  # where a spooled upload would land
+    private = [PRIVATE["email"], PRIVATE["home"], PRIVATE["ip"]]
+    image = screenshot(
+        "light-20",
+        [
+            "Traceback (most recent call last):",
+            f'  File "{PRIVATE["home"]}/verl/trainer/main_ppo.py", line 42, in run',
+            f"huggingface_hub.errors.HfHubHTTPError: 401 Client Error for {PRIVATE['email']} at {PRIVATE['ip']}",
+        ],
+    )
+    settings = insights_settings(tmp_path, content_dir, ocr_timeout=600)
+    with served(settings) as server, httpx.Client(base_url=server.url, timeout=600) as http:
+        answer = match_image(http, image)
+        assert answer.status_code == 200, answer.text
+        assert http.post("/paste", files={"image": ("shot.png", image, "image/png")}).status_code == 200
+        _names, mcp = _call(server.url, "diagnose_log", {"image_base64": base64.b64encode(image).decode()})
+        assert _payload(mcp)["fingerprint"] == answer.json()["fingerprint"]
+        flush(server)
+        misses = http.get("/api/v1/insights", headers={"Authorization": f"Bearer {TOKEN}"}).json()["misses"]
+    read = answer.json()["ocr_text"]
+    assert [value for value in private if value in read], f"the private details were not read: {read!r}"
+    assert misses and misses[0]["exception"] == "huggingface_hub.errors.HfHubHTTPError"
+    stored = _database_text(settings)
+    assert not [value for value in private if value in stored]
+    assert not list(spill.iterdir())
+    pieces = [image[i : i + 64] for i in range(64, len(image) - 64, len(image) // 8)]
+    for path in settings.data_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not any(piece in data for piece in pieces), f"{path} holds part of the image"
+
+
 OFFLINE_READ = """
 import sys
 from app.ocr import ImageReader
@@ -168,8 +284,9 @@ def test_ocr_needs_no_network():
     image = screenshot("cropped-window", [KV_MESSAGE])
     if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
         pytest.skip("cannot make a network namespace here (needs unshare and root, as in CI)")
-    done = subprocess.run(["unshare", "-n", sys.executable, "-c", OFFLINE_READ], input=image, capture_output=True,
-                          cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", OFFLINE_READ], input=image, capture_output=True, cwd=ROOT, timeout=600
+    )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert KV_MESSAGE in done.stdout.decode()
 
@@ -179,17 +296,23 @@ def box(text: str, left: float, row: int, cell: float = 10.0, height: float = 20
 
 
 def test_layout_indents_by_monospace_cells_and_joins_wrapped_rows():
-    lines = to_lines([
-        box("Traceback (most recent call last):", 0, 0),
-        box('File "/a/b.py", line 3, in f', 20, 1),
-        box("x = y[0]", 40, 2),
-        box("(TaskRunner pid=1) RuntimeError: the tail of this line wra", 0, 3),
-        box("pped at the window edge", 0, 4),
-        box("new paragraph after a blank line", 0, 6),
-    ])
-    assert lines == ["Traceback (most recent call last):", '  File "/a/b.py", line 3, in f', "    x = y[0]",
-                     "(TaskRunner pid=1) RuntimeError: the tail of this line wrapped at the window edge",
-                     "new paragraph after a blank line"]
+    lines = to_lines(
+        [
+            box("Traceback (most recent call last):", 0, 0),
+            box('File "/a/b.py", line 3, in f', 20, 1),
+            box("x = y[0]", 40, 2),
+            box("(TaskRunner pid=1) RuntimeError: the tail of this line wra", 0, 3),
+            box("pped at the window edge", 0, 4),
+            box("new paragraph after a blank line", 0, 6),
+        ]
+    )
+    assert lines == [
+        "Traceback (most recent call last):",
+        '  File "/a/b.py", line 3, in f',
+        "    x = y[0]",
+        "(TaskRunner pid=1) RuntimeError: the tail of this line wrapped at the window edge",
+        "new paragraph after a blank line",
+    ]
 
 
 def test_layout_restores_ascii_punctuation_but_keeps_chinese_lines():
@@ -202,10 +325,18 @@ def test_layout_puts_back_spaces_the_recogniser_dropped():
     placed = tuple((char, 5.0 + 10 * column) for column, char in enumerate("only support") if char != " ")
     read = TextBox("onlysupport", 0, 0, 120, 20, 0.99, placed)
     assert to_lines([read]) == ["only support"]
+
     # two boxes whose padding overlaps: the characters decide, not the boxes' edges
     def word(text: str, start: float) -> TextBox:
-        return TextBox(text, start - 5, 0, start + 10 * len(text), 20, 0.99,
-                       tuple((c, start + 5 + 10 * i) for i, c in enumerate(text)))
+        return TextBox(
+            text,
+            start - 5,
+            0,
+            start + 10 * len(text),
+            20,
+            0.99,
+            tuple((c, start + 5 + 10 * i) for i, c in enumerate(text)),
+        )
 
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 100)]) == ["ConfigAttributeError"]
     assert to_lines([word("ConfigAttr", 0), word("ibuteError", 110)]) == ["ConfigAttr ibuteError"]

@@ -17,10 +17,14 @@ NEW_WORD = "zebrafinchword"
 
 def _add_entry(content_dir):
     text = (content_dir / "ROLL-901.md").read_text()
-    text = text.replace("code: ROLL-901", "code: ROLL-902").replace("Test entry for the vLLM", f"{NEW_WORD} entry for the vLLM")
+    text = text.replace("code: ROLL-901", "code: ROLL-902").replace(
+        "Test entry for the vLLM", f"{NEW_WORD} entry for the vLLM"
+    )
     text = text.replace("related: [TRAIN-901]", "related: [ROLL-901]")
     text = text.replace("'No available memory for the cache blocks'", "'Zebra finch sampler failed'")
-    text = text.replace("ValueError: No available memory for the cache blocks.", "ValueError: Zebra finch sampler failed.")
+    text = text.replace(
+        "ValueError: No available memory for the cache blocks.", "ValueError: Zebra finch sampler failed."
+    )
     (content_dir / "ROLL-902.md").write_text(text)
     (content_dir / "ROLL-902.zh.md").write_text((content_dir / "ROLL-901.zh.md").read_text())
 

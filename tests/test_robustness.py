@@ -2,16 +2,20 @@
 
 The checker proves each example as written; users paste the same text behind Ray's worker prefixes,
 rank prefixes, colour codes a web page stripped of their ESC byte, an issue comment's quote marks,
-Markdown fences with escaped underscores, Windows line ends, after a long stretch of training log, or
-copied from a terminal that wrapped every long line at its width.
+Markdown fences with escaped underscores, Windows line ends, after a long stretch of training log,
+copied from a terminal that wrapped every long line at its width, or printed by a Python that marks
+each frame's code line with a row of ^.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from app.entries import load_catalog_strict
 from app.matcher import Matcher
+from app.matcher.normalise import PREFIX_RUN_RE
 from app.settings import ROOT
 
 TRAINING_LOG = [
@@ -23,7 +27,55 @@ TRAINING_LOG = [
 
 def hard_wrapped(lines: list[str], width: int) -> list[str]:
     """What a terminal that wraps at ``width`` columns hands over when its text is copied."""
-    return [line[start:start + width] for line in lines for start in range(0, max(len(line), 1), width)]
+    return [line[start : start + width] for line in lines for start in range(0, max(len(line), 1), width)]
+
+
+FRAME_LINE_RE = re.compile(r'\s*File "[^"]+", line \d+, in \S+\s*$')
+
+
+def _split_prefix(line: str) -> tuple[str, str]:
+    prefix = PREFIX_RUN_RE.match(line)
+    cut = len(prefix.group(0)) if prefix else 0
+    return line[:cut], line[cut:]
+
+
+def _is_marker_line(body: str) -> bool:
+    return bool(body.strip()) and set(body.strip()) <= set("^~")
+
+
+def with_caret_markers(lines: list[str]) -> list[str]:
+    """The same traceback from Python 3.11+, which prints a row of ^ under the code line of a frame."""
+    marked = []
+    for index, line in enumerate(lines):
+        marked.append(line)
+        prefix, body = _split_prefix(line)
+        above = _split_prefix(lines[index - 1])[1] if index else ""
+        below = _split_prefix(lines[index + 1])[1] if index + 1 < len(lines) else ""
+        if (
+            FRAME_LINE_RE.match(above)
+            and body.startswith(" ")
+            and body.strip()
+            and not FRAME_LINE_RE.match(body)
+            and not _is_marker_line(body)
+            and not _is_marker_line(below)
+        ):
+            code = body.lstrip()
+            marked.append(prefix + body[: len(body) - len(code)] + "^" * min(40, len(code)))
+    return marked
+
+
+FULL_WIDTH_PATH_RE = re.compile(r'(\s*File "/)([^"]*", line \d+, in \S+)\s*$')
+
+
+def frames_at_full_width(lines: list[str], width: int) -> list[str]:
+    """Frame lines whose paths happen to make them exactly as wide as the terminal that wrapped the paste."""
+    widened = []
+    for line in lines:
+        frame = FULL_WIDTH_PATH_RE.match(line)
+        if frame and len(line) < width - 1:
+            line = frame.group(1) + "w" * (width - len(line) - 1) + "/" + frame.group(2)
+        widened.append(line)
+    return hard_wrapped(widened, width)
 
 
 DISGUISES = {
@@ -35,7 +87,10 @@ DISGUISES = {
     "after a long training log": lambda lines: [*TRAINING_LOG, *lines],
     "hard-wrapped at 120 columns": lambda lines: hard_wrapped(lines, 120),
     "ray worker prefix, hard-wrapped at 100 columns": lambda lines: hard_wrapped(
-        [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100),
+        [f"(WorkerDict pid=48211, ip=10.0.3.7) {line}" for line in lines], 100
+    ),
+    "python 3.11 caret markers under code lines": with_caret_markers,
+    "frame lines exactly 120 columns wide, hard-wrapped at 120": lambda lines: frames_at_full_width(lines, 120),
 }
 
 

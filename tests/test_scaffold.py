@@ -21,8 +21,10 @@ from app.store.db import make_engine, migrate, session_scope
 
 LINES = Path(__file__).parent / "fixtures" / "uncovered_lines.tsv"
 CODE_RE = re.compile(r"\b[A-Z]{2,5}-\d{3}\b")
-FILLER = ("The run stops at this point and the trainer exits before the next step, which users describe in "
-          "the thread linked from the sources of this entry; the log line above is the first sign of it. ")
+FILLER = (
+    "The run stops at this point and the trainer exits before the next step, which users describe in "
+    "the thread linked from the sources of this entry; the log line above is the first sign of it. "
+)
 FILLER_ZH = "训练在这一步停止，trainer 在下一步之前退出；上面的日志行是它最先出现的迹象。"
 REVIEWED = "reviewed:\n  release: '0.9.1'\n  date: 2026-12-01\n  result: confirmed\n"
 
@@ -53,8 +55,11 @@ def fill(path: Path, example: str) -> None:
         second = "(WorkerDict pid=7, ip=10.0.0.2) " + example
         text = re.sub(rf"  - '{TODO}[^\n]*", "  - '" + second.replace("'", "''") + "'", text, count=1)
         text = re.sub(rf"title: '{TODO}[^\n]*", "title: 'A failure drafted from a real report'", text, count=1)
-        text = re.sub(rf"body: \|\n      {TODO}[^\n]*", "body: |\n      Upgrade the package the error names, then "
-                      "start the run again from the last checkpoint.", text)
+        text = re.sub(
+            rf"body: \|\n      {TODO}[^\n]*",
+            "body: |\n      Upgrade the package the error names, then start the run again from the last checkpoint.",
+            text,
+        )
         text = re.sub(r"# reviewed:[^\n]*\n", REVIEWED, text)
         text = re.sub(rf"'{TODO}[^\n]*'", "'Written by the entry author in one sentence.'", text)
         text = re.sub(rf"{TODO}[^\n]*", FILLER * 2, text)
@@ -62,8 +67,9 @@ def fill(path: Path, example: str) -> None:
     path.write_text(text)
 
 
-def test_ten_real_uncovered_lines_become_entries_that_pass_kb_check(real_content, tmp_path, monkeypatch, runner,
-                                                                      release):
+def test_ten_real_uncovered_lines_become_entries_that_pass_kb_check(
+    real_content, tmp_path, monkeypatch, runner, release
+):
     use(monkeypatch, real_content, tmp_path / "data")
     drafted = []
     for source, category, line in uncovered_lines():
@@ -90,8 +96,10 @@ def test_ten_real_uncovered_lines_become_entries_that_pass_kb_check(real_content
 
 def test_a_line_an_entry_already_matches_is_refused_with_that_entry(real_content, tmp_path, monkeypatch, runner):
     use(monkeypatch, real_content, tmp_path / "data")
-    line = "(WorkerDict pid=48211) ValueError: No available memory for the cache blocks. Try increasing " \
-           "`gpu_memory_utilization` when initializing the engine."
+    line = (
+        "(WorkerDict pid=48211) ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine."
+    )
     before = len(list(real_content.iterdir()))
     result = runner.invoke(cli, ["new", "--from", line])
     assert result.exit_code == 1 and "ROLL-001" in result.output
@@ -99,19 +107,27 @@ def test_a_line_an_entry_already_matches_is_refused_with_that_entry(real_content
 
 
 def test_the_signature_ignores_numbers_paths_and_names_but_keeps_the_words():
-    line = ("RuntimeError: shard 12 of /home/alice/ckpt/global_step_40/actor on gpu-7.cluster.local (10.0.0.3) "
-            "failed checksum 0x7f3e9a10 for user=alice")
+    line = (
+        "RuntimeError: shard 12 of /home/alice/ckpt/global_step_40/actor on gpu-7.cluster.local (10.0.0.3) "
+        "failed checksum 0x7f3e9a10 for user=alice"
+    )
     pattern = compile_signature(generalise(line))
-    other_user = ("RuntimeError: shard 3 of /mnt/bob/run2/actor on dgx.corp (192.168.1.20) failed checksum "
-                  "0xdeadbeef01 for user=bob")
+    other_user = (
+        "RuntimeError: shard 3 of /mnt/bob/run2/actor on dgx.corp (192.168.1.20) failed checksum "
+        "0xdeadbeef01 for user=bob"
+    )
     assert pattern.search(normalise(line).text) and pattern.search(normalise(other_user).text)
     assert not pattern.search("RuntimeError: shard 3 of /mnt/bob/run2/actor on dgx.corp (192.168.1.20) passed")
 
 
 def test_the_next_code_follows_the_highest_of_its_category():
     catalog = load_catalog(ROOT / "tests" / "fixtures" / "content")[0]
-    draft = draft_entry(catalog, ROOT / "tests" / "fixtures" / "content",
-                        "ValueError: The tensor has a non-zero number of elements", "ROLL")
+    draft = draft_entry(
+        catalog,
+        ROOT / "tests" / "fixtures" / "content",
+        "ValueError: The tensor has a non-zero number of elements",
+        "ROLL",
+    )
     assert draft.code == "ROLL-902" and draft.exception == "ValueError"
 
 
@@ -121,8 +137,10 @@ def test_an_entry_starts_from_a_recorded_fingerprint(real_content, tmp_path, mon
     settings = Settings(data_dir=data, content_dir=real_content)
     engine = make_engine(settings)
     migrate(engine, settings)
-    missed = fingerprint("RuntimeError: Reward worker 3 lost shard '/home/alice/cache/part-7.parquet' after 12.5 s",
-                         ["/usr/lib/python3/site-packages/verl/workers/reward_manager/naive.py:__call__"])
+    missed = fingerprint(
+        "RuntimeError: Reward worker 3 lost shard '/home/alice/cache/part-7.parquet' after 12.5 s",
+        ["/usr/lib/python3/site-packages/verl/workers/reward_manager/naive.py:__call__"],
+    )
     tally = Tally()
     tally.fingerprint(missed, missed=True)
     with session_scope(engine) as session:

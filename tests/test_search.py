@@ -19,16 +19,19 @@ def codes(result):
     return [hit.code for hit in result.hits]
 
 
-@pytest.mark.parametrize("query,expected", [
-    ("actor_rollout_ref.rollout.gpu_memory_utilization", "ROLL-901"),  # whole dotted key
-    ("gpu_memory_utilization", "ROLL-901"),  # its last segment
-    ("rollout.gpu_memory_utilization", "ROLL-901"),  # a sub-path
-    ("ppo_micro_batch_size_per_gpu", "TRAIN-901"),  # an identifier inside a code span
-    ("micro batch", "TRAIN-901"),  # by its parts
-    ("ProcessGroupNCCL.cpp", "DIST-901"),  # a file name inside an example
-    ("OutOfMemoryError", "TRAIN-901"),  # CamelCase exception
-    ("DIST-901", "DIST-901"),  # the code itself
-])
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("actor_rollout_ref.rollout.gpu_memory_utilization", "ROLL-901"),  # whole dotted key
+        ("gpu_memory_utilization", "ROLL-901"),  # its last segment
+        ("rollout.gpu_memory_utilization", "ROLL-901"),  # a sub-path
+        ("ppo_micro_batch_size_per_gpu", "TRAIN-901"),  # an identifier inside a code span
+        ("micro batch", "TRAIN-901"),  # by its parts
+        ("ProcessGroupNCCL.cpp", "DIST-901"),  # a file name inside an example
+        ("OutOfMemoryError", "TRAIN-901"),  # CamelCase exception
+        ("DIST-901", "DIST-901"),  # the code itself
+    ],
+)
 def test_identifiers_are_found_whole_and_by_parts(search, query, expected):
     assert codes(search.search(query))[:1] == [expected]
 

@@ -22,9 +22,15 @@ def test_secret_is_generated_once_and_kept(tmp_path):
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
 
 
-@pytest.mark.parametrize("field,value", [
-    ("cors_origins", "*"), ("vote_rate_limit", "lots"), ("secret_key", "short"), ("port", 0),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("cors_origins", "*"),
+        ("vote_rate_limit", "lots"),
+        ("secret_key", "short"),
+        ("port", 0),
+    ],
+)
 def test_dangerous_values_are_refused(field, value):
     with pytest.raises(ValidationError):
         Settings(**{field: value})

@@ -37,8 +37,13 @@ def database_url(request, tmp_path):
 
 @pytest.fixture
 def vote_settings(tmp_path, content_dir, database_url):
-    return Settings(data_dir=tmp_path / "data", content_dir=content_dir, secret_key=SECRET,
-                    database_url=database_url, vote_rate_limit="100000/minute")
+    return Settings(
+        data_dir=tmp_path / "data",
+        content_dir=content_dir,
+        secret_key=SECRET,
+        database_url=database_url,
+        vote_rate_limit="100000/minute",
+    )
 
 
 def stored_votes(settings: Settings) -> list[Vote]:
@@ -80,7 +85,9 @@ def test_environment_breakdown_is_reported(vote_settings):
 
 
 def test_json_votes_need_json(client):
-    response = client.post(VOTE_URL, content="worked=true", headers={"content-type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        VOTE_URL, content="worked=true", headers={"content-type": "application/x-www-form-urlencoded"}
+    )
     assert response.status_code in (415, 422)
     assert response.json()["error"]["code"] in ("unsupported_media_type", "invalid_input")
 
@@ -97,8 +104,9 @@ def test_rate_limit_answers_429(tmp_path, content_dir):
 
 def test_form_vote_needs_its_csrf_token(client):
     client.get("/errors/ROLL-901")  # sets the voter cookie
-    forged = client.post(f"/errors/ROLL-901/fixes/{FIX}/vote", data={"worked": "yes", "csrf": "forged"},
-                         follow_redirects=False)
+    forged = client.post(
+        f"/errors/ROLL-901/fixes/{FIX}/vote", data={"worked": "yes", "csrf": "forged"}, follow_redirects=False
+    )
     assert forged.status_code == 403
 
 
@@ -138,10 +146,16 @@ def test_400_concurrent_voters_are_all_stored(vote_settings):
 
 def test_two_replicas_on_one_postgres_agree(tmp_path, content_dir):
     with postgres_database() as url:
-        env = {"KB_DATABASE_URL": url, "KB_SECRET_KEY": SECRET, "KB_CONTENT_DIR": str(content_dir),
-               "KB_VOTE_RATE_LIMIT": "100000/minute"}
-        replicas = [ServerProcess({**env, "KB_DATA_DIR": str(tmp_path / f"replica{i}")}, tmp_path / f"r{i}.log")
-                    for i in range(2)]
+        env = {
+            "KB_DATABASE_URL": url,
+            "KB_SECRET_KEY": SECRET,
+            "KB_CONTENT_DIR": str(content_dir),
+            "KB_VOTE_RATE_LIMIT": "100000/minute",
+        }
+        replicas = [
+            ServerProcess({**env, "KB_DATA_DIR": str(tmp_path / f"replica{i}")}, tmp_path / f"r{i}.log")
+            for i in range(2)
+        ]
         try:
             for replica in replicas:
                 replica.start()
@@ -157,8 +171,12 @@ def test_two_replicas_on_one_postgres_agree(tmp_path, content_dir):
 
 
 def test_acknowledged_votes_survive_sigkill(tmp_path, content_dir):
-    env = {"KB_DATA_DIR": str(tmp_path / "data"), "KB_SECRET_KEY": SECRET, "KB_CONTENT_DIR": str(content_dir),
-           "KB_VOTE_RATE_LIMIT": "100000/minute"}
+    env = {
+        "KB_DATA_DIR": str(tmp_path / "data"),
+        "KB_SECRET_KEY": SECRET,
+        "KB_CONTENT_DIR": str(content_dir),
+        "KB_VOTE_RATE_LIMIT": "100000/minute",
+    }
     server = ServerProcess(env, tmp_path / "server.log").start()
     acknowledged: list[str] = []
 
@@ -193,3 +211,28 @@ def test_acknowledged_votes_survive_sigkill(tmp_path, content_dir):
         assert total >= len(acknowledged) >= 100
     finally:
         restarted.stop()
+
+
+KV_PASTE = (
+    "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+    "initializing the engine."
+)
+
+
+def test_a_vote_shows_in_the_next_diagnosis_although_counts_are_cached(vote_settings):
+    """The server reuses one snapshot of the vote counts for an hour here; a vote it stores refreshes it."""
+    settings = vote_settings.model_copy(update={"vote_counts_ttl": 3600.0})
+    ingest(settings)
+    with LiveServer(create_app(settings)) as server, httpx.Client(base_url=server.url) as client:
+
+        def counts():
+            match = client.post("/api/v1/match", json={"text": KV_PASTE}).json()["matches"][0]
+            assert match["code"] == "ROLL-901"
+            fix = next(fix for fix in match["fixes"] if fix["id"] == FIX)
+            return fix["votes_up"], fix["votes_down"]
+
+        assert counts() == (0, 0)  # the snapshot is taken here
+        assert client.post(VOTE_URL, json={"worked": True}).status_code == 201
+        assert counts() == (1, 0)
+        assert client.post(VOTE_URL, json={"worked": False}).status_code == 201
+        assert counts() == (0, 1)

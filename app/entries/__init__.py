@@ -5,6 +5,14 @@ from app.entries.loader import ContentError, Problem, load_catalog, load_catalog
 from app.entries.model import CATEGORIES, CATEGORY_NAMES, EntryMeta, Fix
 
 __all__ = [
-    "CATEGORIES", "CATEGORY_NAMES", "Catalog", "ContentError", "Entry", "EntryMeta", "Fix", "Problem",
-    "load_catalog", "load_catalog_strict",
+    "CATEGORIES",
+    "CATEGORY_NAMES",
+    "Catalog",
+    "ContentError",
+    "Entry",
+    "EntryMeta",
+    "Fix",
+    "Problem",
+    "load_catalog",
+    "load_catalog_strict",
 ]

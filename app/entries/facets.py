@@ -20,8 +20,22 @@ from app.entries.model import CATEGORIES, applies_to_parts
 LIST_FACETS = {"backend": "backends", "engine": "engines", "hardware": "hardware", "model": "models"}
 FACETS = ("category", *LIST_FACETS, "verl")
 # every verl release on the package registry, newest last (pip index versions verl, at 0.9.1)
-VERL_RELEASES = ("0.1", "0.2", "0.2.0.post2", "0.3.0.post1", "0.4.0", "0.4.1", "0.5.0", "0.6.0", "0.6.1",
-                 "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
+VERL_RELEASES = (
+    "0.1",
+    "0.2",
+    "0.2.0.post2",
+    "0.3.0.post1",
+    "0.4.0",
+    "0.4.1",
+    "0.5.0",
+    "0.6.0",
+    "0.6.1",
+    "0.7.0",
+    "0.7.1",
+    "0.8.0",
+    "0.9.0",
+    "0.9.1",
+)
 
 
 def values_of(entry: Entry, facet: str) -> tuple[str, ...]:
@@ -62,8 +76,10 @@ def counts(catalog: Catalog, filters: Mapping[str, str | None]) -> dict[str, lis
             if _matches(values, others):
                 for value in values[facet]:
                     tally[value] = tally.get(value, 0) + 1
-        result[facet] = [{"value": value, "count": tally[value], "selected": filters.get(facet) == value}
-                         for value in _ordered(facet, tally)]
+        result[facet] = [
+            {"value": value, "count": tally[value], "selected": filters.get(facet) == value}
+            for value in _ordered(facet, tally)
+        ]
     return result
 
 

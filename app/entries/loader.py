@@ -92,8 +92,14 @@ def _parse_entry(path: Path, text: str, texts: dict[Path, str], problems: list[P
     body_zh, fix_bodies_zh = _chinese(path, texts, meta, problems)
     raw_zh = texts.get(path.with_name(path.stem + ZH_SUFFIX), "")
     return Entry(
-        meta=meta, body=document.body.strip() + "\n", path=path, document=document,
-        body_zh=body_zh, fix_bodies_zh=fix_bodies_zh, raw=text, raw_zh=raw_zh,
+        meta=meta,
+        body=document.body.strip() + "\n",
+        path=path,
+        document=document,
+        body_zh=body_zh,
+        fix_bodies_zh=fix_bodies_zh,
+        raw=text,
+        raw_zh=raw_zh,
     )
 
 

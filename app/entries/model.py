@@ -98,8 +98,10 @@ class EntryMeta(Strict):
     fixes: list[Fix] = Field(min_length=1)
     tags: list[str] = []
     aliases: list[str] = Field(
-        [], description="How users describe this failure in their own words (issue titles, colloquial Chinese): "
-        "searched with the title, so a query in those words finds the entry.")
+        [],
+        description="How users describe this failure in their own words (issue titles, colloquial Chinese): "
+        "searched with the title, so a query in those words finds the entry.",
+    )
     backends: list[Backend] = Field([], description="Training backends the failure occurs with; empty: any.")
     engines: list[Engine] = Field([], description="Rollout engines the failure occurs with; empty: any.")
     hardware: list[Hardware] = Field([], description="Accelerators the failure occurs on; empty: any.")
@@ -108,7 +110,8 @@ class EntryMeta(Strict):
     fixed_in: str | None = Field(None, description="The release or PR that fixes it, e.g. 'verl 0.5.0' or a PR URL.")
     applies_to: str | None = None
     drift: list[str] = Field(
-        [], description="Packages (PyPI names) whose version drift this entry is about: a drift finding about one of "
+        [],
+        description="Packages (PyPI names) whose version drift this entry is about: a drift finding about one of "
         "them points at the entry instead of repeating it.",
     )
     related: list[str] = []

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
+from app.entries import Catalog
 from app.findings.drift import drift_findings
 from app.findings.raise_site import raise_site_finding, root_frames, verl_frames
 from app.findings.truncated import truncated_findings
-from app.findings.versions import FoundVersion, extract_versions
-from app.entries import Catalog
 from app.matcher import CONFIDENT, Diagnosis
+from app.matcher.versions import FoundVersion
 from app.releases import ReleaseFacts, ReleaseLibrary
 from app.settings import Settings
 
@@ -25,7 +25,7 @@ class Findings:
         self.pinned = pinned
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Findings":
+    def from_settings(cls, settings: Settings) -> Findings:
         """The findings of the cached release facts, checked against the pinned release when a paste says none."""
         return cls(ReleaseLibrary.load(settings.verl_dir), settings.verl_version)
 
@@ -46,14 +46,15 @@ class Findings:
         findings = truncated_findings(diagnosis.blocks)
         if not self.library.releases:
             return findings
-        found = extract_versions(paste.text)
+        found = diagnosis.environment.found  # read once, by the matcher
         frames = [root_frames(block, paste.lines) if block.kind == "traceback" else [] for block in diagnosis.blocks]
         releases, source = self.releases_for(found, [frame for each in frames for frame in verl_frames(each)])
         findings += drift_findings(found, releases, source, self.library.releases, _drift_entries(diagnosis, catalog))
         sites = []
         for number in range(len(diagnosis.blocks) - 1, -1, -1):
-            site = raise_site_finding(number, diagnosis.blocks[number], frames[number], paste.lines, releases,
-                                      self.library.releases)
+            site = raise_site_finding(
+                number, diagnosis.blocks[number], frames[number], paste.lines, releases, self.library.releases
+            )
             if site is not None:
                 site["verl_version_source"] = source
                 sites.append(site)
@@ -61,7 +62,9 @@ class Findings:
                 break
         return findings + sites[::-1]
 
-    def releases_for(self, found: list[FoundVersion], frames: list[tuple[str, int, str]]) -> tuple[list[ReleaseFacts], str]:
+    def releases_for(
+        self, found: list[FoundVersion], frames: list[tuple[str, int, str]]
+    ) -> tuple[list[ReleaseFacts], str]:
         """The user's verl release: stated in the paste, else those whose layout fits the traceback, else pinned."""
         stated = next((item.version for item in found if item.package == "verl"), None)
         if stated:

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from app.findings.versions import FoundVersion, canonical
+from app.matcher.versions import FoundVersion, canonical
 from app.releases import ReleaseFacts
 
 # An extra's pins count only when the paste shows the stack it installs: sglang's `torch==2.6.0` says
 # nothing about a vLLM user's torch.
-EXTRA_IN_USE = {"vllm": ("vllm",), "sglang": ("sglang",), "mcore": ("megatron-core", "mbridge"), "megatron": ("megatron-core", "mbridge"),
-                "trtllm": ("tensorrt-llm",), "gpu": ("flash-attn", "liger-kernel")}
+EXTRA_IN_USE = {
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "mcore": ("megatron-core", "mbridge"),
+    "megatron": ("megatron-core", "mbridge"),
+    "trtllm": ("tensorrt-llm",),
+    "gpu": ("flash-attn", "liger-kernel"),
+}
 
 
-def drift_findings(found: list[FoundVersion], releases: list[ReleaseFacts], source: str,
-                   every_release: list[ReleaseFacts], entries: dict[str, str]) -> list[dict]:
+def drift_findings(
+    found: list[FoundVersion],
+    releases: list[ReleaseFacts],
+    source: str,
+    every_release: list[ReleaseFacts],
+    entries: dict[str, str],
+) -> list[dict]:
     """Findings for versions that every candidate release rules out (none when any release admits them),
     each with the releases (of ``every_release``) that declare a range admitting the version, and the
     matched entry about that package's drift (``entries``: package -> code), if any."""
@@ -32,20 +43,29 @@ def drift_findings(found: list[FoundVersion], releases: list[ReleaseFacts], sour
         verdicts = [_supported(facts, item.package, version, present) for facts in releases]
         if any(verdict is None for verdict in verdicts):
             continue  # some candidate release admits it, or does not pin it at all
-        findings.append({
-            "kind": "version_drift", "package": item.package, "found": item.version,
-            "supported": verdicts[-1], "verl_version": _span(releases), "verl_version_source": source,
-            "admitted_by": _span(_admitting(every_release, item.package, version, present), every_release) or None,
-            "entry": entries.get(item.package),
-            "evidence": {"line": item.line, "text": item.text},
-        })
+        findings.append(
+            {
+                "kind": "version_drift",
+                "package": item.package,
+                "found": item.version,
+                "supported": verdicts[-1],
+                "verl_version": _span(releases),
+                "verl_version_source": source,
+                "admitted_by": _span(_admitting(every_release, item.package, version, present), every_release) or None,
+                "entry": entries.get(item.package),
+                "evidence": {"line": item.line, "text": item.text},
+            }
+        )
     return findings
 
 
 def _admitting(releases: list[ReleaseFacts], package: str, version: Version, present: set[str]) -> list[ReleaseFacts]:
     """Releases that pin ``package`` and whose ranges admit ``version``: the ones to install instead."""
-    return [facts for facts in releases
-            if _pins(facts, package, present) and _supported(facts, package, version, present) is None]
+    return [
+        facts
+        for facts in releases
+        if _pins(facts, package, present) and _supported(facts, package, version, present) is None
+    ]
 
 
 def _pins(facts: ReleaseFacts, package: str, present: set[str]) -> bool:

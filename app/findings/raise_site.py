@@ -27,11 +27,11 @@ class Frame:
         if not self.path.endswith(".py"):
             return None
         installed = self.path.rfind("site-packages/")
-        tail = self.path[installed + len("site-packages/"):] if installed >= 0 else "/" + self.path
+        tail = self.path[installed + len("site-packages/") :] if installed >= 0 else "/" + self.path
         if installed >= 0:
             return tail if tail.startswith("verl/") else None
         marker = tail.rfind("/verl/")
-        return tail[marker + 1:] if marker >= 0 else None
+        return tail[marker + 1 :] if marker >= 0 else None
 
 
 def root_frames(block: Block, lines: list[str]) -> list[Frame]:
@@ -48,8 +48,14 @@ def verl_frames(frames: list[Frame]) -> list[tuple[str, int, str]]:
     return [(frame.verl_path, frame.line, frame.function) for frame in frames if frame.verl_path]
 
 
-def raise_site_finding(block_number: int, block: Block, frames: list[Frame], lines: list[str],
-                       releases: list[ReleaseFacts], every_release: list[ReleaseFacts] = ()) -> dict | None:
+def raise_site_finding(
+    block_number: int,
+    block: Block,
+    frames: list[Frame],
+    lines: list[str],
+    releases: list[ReleaseFacts],
+    every_release: list[ReleaseFacts] = (),
+) -> dict | None:
     """The statement that raised ``block`` (its ``root_frames``): looked up in ``releases`` (the user's, as
     far as known), then in any other release whose function at that line has the printed name (a checkout
     between releases)."""
@@ -80,7 +86,7 @@ def raise_site_finding(block_number: int, block: Block, frames: list[Frame], lin
 
 def _message(block: Block, lines: list[str]) -> str:
     first, last = block.message
-    text = " ".join(line.strip() for line in lines[first:last + 1])
+    text = " ".join(line.strip() for line in lines[first : last + 1])
     return text[:MAX_MESSAGE_CHARS]
 
 
@@ -98,10 +104,16 @@ def _by_template(facts: ReleaseFacts, message: str, raised: str) -> RaiseSite | 
 def _finding(block_number: int, facts: ReleaseFacts, site: RaiseSite, how: str) -> dict:
     condition, statement = _dedent(site.condition, site.statement)
     return {
-        "kind": "raise_site", "verl_version": facts.version, "path": site.path, "line": site.line,
-        "function": site.function, "statement": statement, "condition": condition,
+        "kind": "raise_site",
+        "verl_version": facts.version,
+        "path": site.path,
+        "line": site.line,
+        "function": site.function,
+        "statement": statement,
+        "condition": condition,
         "url": SOURCE_URL.format(version=facts.version, path=site.path, line=site.line),
-        "block": block_number, "located_by": how,
+        "block": block_number,
+        "located_by": how,
     }
 
 

@@ -27,20 +27,34 @@ FUNCTION_RE = re.compile(r"^[\w<>.]+$")
 _PRIVATE = [
     (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://\S+"), "<url>"),
     (re.compile(r"\beyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]{4,}"), "<secret>"),  # a JWT
-    (re.compile(r"\b(?:hf|sk|pk|rk|ghp|gho|ghs|ghu|github_pat|glpat|xox[abpors]|AKIA|ASIA|AIza|wandb)[-_][\w-]{6,}"
-                r"|\bAKIA[A-Z0-9]{12,}"), "<secret>"),
+    (
+        re.compile(
+            r"\b(?:hf|sk|pk|rk|ghp|gho|ghs|ghu|github_pat|glpat|xox[abpors]|AKIA|ASIA|AIza|wandb)[-_][\w-]{6,}"
+            r"|\bAKIA[A-Z0-9]{12,}"
+        ),
+        "<secret>",
+    ),
     (re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]{8,}"), r"\1 <secret>"),
-    (re.compile(r"(?i)\b([\w-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|credential)s?)"
-                r"(['\"]?\s*[:=]\s*)['\"]?[^\s'\",;]+"), r"\1\2<secret>"),
+    (
+        re.compile(
+            r"(?i)\b([\w-]*(?:token|secret|passw(?:or)?d|api[_-]?key|access[_-]?key|credential)s?)"
+            r"(['\"]?\s*[:=]\s*)['\"]?[^\s'\",;]+"
+        ),
+        r"\1\2<secret>",
+    ),
     (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*"), "<user>@<host>"),
     (re.compile(r"\b[A-Za-z]:\\[^\s'\"]*"), "<path>"),  # C:\Users\name\...
     (re.compile(r"(?<![\w<>])(?:~|\.{1,2})?(?:[\w.@+-]*/)+[\w.@+-]*[\w@+-]"), "<path>"),  # /home/a/x.py, a/b, ~/x
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}\b"), "<ip>"),
     (re.compile(r"(?i)\bip-\d+-\d+-\d+-\d+\b"), "<host>"),  # cloud host names spell the address
-    (re.compile(r"(?i)\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|cn|local|internal|lan|edu|cluster|svc|corp|cloud)\b"),
-     "<host>"),
-    (re.compile(r"(?i)\b((?:host|hostname|node|node_name|nodename|user|username|login|owner)\s*[=:]\s*)[^\s,;)\]]+"),
-     r"\1<name>"),
+    (
+        re.compile(r"(?i)\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|cn|local|internal|lan|edu|cluster|svc|corp|cloud)\b"),
+        "<host>",
+    ),
+    (
+        re.compile(r"(?i)\b((?:host|hostname|node|node_name|nodename|user|username|login|owner)\s*[=:]\s*)[^\s,;)\]]+"),
+        r"\1<name>",
+    ),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<hex>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<hex>"),
 ]
@@ -54,7 +68,8 @@ SPACE_RE = re.compile(r"\s+")
 def _looks_like_token(word: str) -> bool:
     digits = sum(c.isdigit() for c in word)
     return (digits >= 3 and any(c.isupper() for c in word) and any(c.islower() for c in word)) or (
-        len(word) >= 32 and digits >= 1 and "_" not in word)
+        len(word) >= 32 and digits >= 1 and "_" not in word
+    )
 
 
 def scrub(text: str) -> str:
@@ -93,7 +108,7 @@ def _verl_module(path: str) -> str | None:
     """The path from the last "verl/" directory on: that part names a verl module (site-packages/verl/...,
     a checkout at ~/src/verl/verl/...); what comes before it is the user's machine."""
     start = path.rfind("/verl/")
-    module = path[start + 1:] if start >= 0 else path
+    module = path[start + 1 :] if start >= 0 else path
     return module if VERL_MODULE_RE.match(module) else None
 
 
@@ -108,8 +123,9 @@ class Fingerprint:
     verl_version: str | None
 
 
-def fingerprint(exception_line: str, frames: list[str] = (), verl_version: str | None = None,
-                wrapped_type: str = "") -> Fingerprint:
+def fingerprint(
+    exception_line: str, frames: list[str] = (), verl_version: str | None = None, wrapped_type: str = ""
+) -> Fingerprint:
     """Fingerprint one error line (and the frames of its traceback); a traceback cut before its error
     line is named by the type a Ray wrapper gave, else ``truncated``."""
     line = exception_line.strip()[:LINE_CHARS]
@@ -120,8 +136,9 @@ def fingerprint(exception_line: str, frames: list[str] = (), verl_version: str |
     template = template_of(message)
     frame = verl_frame(list(frames))
     key = "\n".join((exception, template, frame or ""))
-    return Fingerprint(hashlib.sha256(key.encode()).hexdigest()[:16], exception, template, frame,
-                       _version(verl_version))
+    return Fingerprint(
+        hashlib.sha256(key.encode()).hexdigest()[:16], exception, template, frame, _version(verl_version)
+    )
 
 
 def _version(version: str | None) -> str | None:

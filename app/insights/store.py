@@ -57,25 +57,52 @@ def write_tally(*, session: Session, tally: Tally, now: datetime | None = None) 
     for fp_id in sorted(tally.fingerprints):
         fingerprint, seen, missed = tally.fingerprints[fp_id]
         statement = insert(FingerprintRow).values(
-            id=fp_id, exception=fingerprint.exception, template=fingerprint.template, frame=fingerprint.frame,
-            seen=seen, missed=missed, first_seen=now, last_seen=now)
-        session.exec(statement.on_conflict_do_update(index_elements=["id"], set_={
-            "seen": FingerprintRow.seen + statement.excluded.seen,
-            "missed": FingerprintRow.missed + statement.excluded.missed, "last_seen": now}))
+            id=fp_id,
+            exception=fingerprint.exception,
+            template=fingerprint.template,
+            frame=fingerprint.frame,
+            seen=seen,
+            missed=missed,
+            first_seen=now,
+            last_seen=now,
+        )
+        session.exec(
+            statement.on_conflict_do_update(
+                index_elements=["id"],
+                set_={
+                    "seen": FingerprintRow.seen + statement.excluded.seen,
+                    "missed": FingerprintRow.missed + statement.excluded.missed,
+                    "last_seen": now,
+                },
+            )
+        )
     for fp_id, version in sorted(tally.versions):
-        statement = insert(FingerprintVersion).values(fingerprint=fp_id, verl_version=version,
-                                                      count=tally.versions[(fp_id, version)])
-        session.exec(statement.on_conflict_do_update(index_elements=["fingerprint", "verl_version"], set_={
-            "count": FingerprintVersion.count + statement.excluded.count}))
+        statement = insert(FingerprintVersion).values(
+            fingerprint=fp_id, verl_version=version, count=tally.versions[(fp_id, version)]
+        )
+        session.exec(
+            statement.on_conflict_do_update(
+                index_elements=["fingerprint", "verl_version"],
+                set_={"count": FingerprintVersion.count + statement.excluded.count},
+            )
+        )
     for query in sorted(tally.searches):
         count, empty, shown, hits = tally.searches[query]
-        statement = insert(SearchRecord).values(query=query, count=count, empty=empty, shown=shown, opened=0,
-                                                last_hits=hits, first_seen=now, last_seen=now)
-        session.exec(statement.on_conflict_do_update(index_elements=["query"], set_={
-            "count": SearchRecord.count + statement.excluded.count,
-            "empty": SearchRecord.empty + statement.excluded.empty,
-            "shown": SearchRecord.shown + statement.excluded.shown,
-            "last_hits": statement.excluded.last_hits, "last_seen": now}))
+        statement = insert(SearchRecord).values(
+            query=query, count=count, empty=empty, shown=shown, opened=0, last_hits=hits, first_seen=now, last_seen=now
+        )
+        session.exec(
+            statement.on_conflict_do_update(
+                index_elements=["query"],
+                set_={
+                    "count": SearchRecord.count + statement.excluded.count,
+                    "empty": SearchRecord.empty + statement.excluded.empty,
+                    "shown": SearchRecord.shown + statement.excluded.shown,
+                    "last_hits": statement.excluded.last_hits,
+                    "last_seen": now,
+                },
+            )
+        )
     for query in sorted(tally.opened):
         # only a search that was recorded can be opened: a link made up by hand adds nothing
         row = session.get(SearchRecord, query)
@@ -84,18 +111,25 @@ def write_tally(*, session: Session, tally: Tally, now: datetime | None = None) 
             session.add(row)
 
 
-def record_feedback(*, session: Session, code: str, fingerprint: str, right: bool, voter: str,
-                    ip_hash: str | None) -> None:
+def record_feedback(
+    *, session: Session, code: str, fingerprint: str, right: bool, voter: str, ip_hash: str | None
+) -> None:
     """Store a voter's word on a match; saying it again replaces the first (one atomic upsert)."""
     now = utcnow()
-    statement = _insert(session)(MatchFeedback).values(code=code, fingerprint=fingerprint, right=right, voter=voter,
-                                                      ip_hash=ip_hash, created_at=now, updated_at=now)
-    session.exec(statement.on_conflict_do_update(index_elements=["code", "fingerprint", "voter"], set_={
-        "right": statement.excluded.right, "ip_hash": statement.excluded.ip_hash, "updated_at": now}))
+    statement = _insert(session)(MatchFeedback).values(
+        code=code, fingerprint=fingerprint, right=right, voter=voter, ip_hash=ip_hash, created_at=now, updated_at=now
+    )
+    session.exec(
+        statement.on_conflict_do_update(
+            index_elements=["code", "fingerprint", "voter"],
+            set_={"right": statement.excluded.right, "ip_hash": statement.excluded.ip_hash, "updated_at": now},
+        )
+    )
 
 
 def feedback_in_window(*, session: Session, since: datetime, voter: str, ip_hash: str | None) -> tuple[int, int]:
     """Reports given or changed since ``since`` by this voter and from this address (all replicas see them)."""
+
     def count(*where) -> int:
         return int(session.exec(select(func.count()).select_from(MatchFeedback).where(*where)).one())
 

@@ -11,14 +11,20 @@ from app.matcher.normalise import Paste
 
 TRACEBACK_START = re.compile(r"\s*Traceback \(most recent call last\):")
 FRAME_RE = re.compile(r'\s*File "([^"]{1,500})", line (\d+), in (\S{1,200})')
+# The tail of a frame line whose head was cut off, as when a paste starts mid-traceback:
+# `models/qwen3_vl_moe/modeling_qwen3_vl_moe.py", line 391, in forward`. Nothing may follow the
+# function name, so a sentence that quotes a frame is not taken for one.
+FRAME_TAIL_RE = re.compile(r'\s*(?:File )?"?([^"\s][^"]{0,499})", line (\d+), in (\S{1,200})\s*$')
+MAX_FRAME_LINE = 1000  # longer lines are never a frame's tail: not looked at
 CHAIN_RE = re.compile(
     r"\s*(?:During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:)"
 )
 # Name parts are bounded so a megabyte-long line is rejected after a few hundred steps, not scanned whole.
+# Python's own `Exception` (what `raise Exception("...")` prints) is a name with nothing before the suffix.
 EXCEPTION_LINE_RE = re.compile(
-    r"((?:[A-Za-z_]\w{0,100}\.){0,10}[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
-    r"(?:\([\w.]+\))?)(?::\s?(.*))?$"
+    r"((?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}(?:Error|Exception|Exit|Interrupt|Timeout|Warning|Failure|Died|Fault|Exhausted)"
+    r"|Exception)(?:\([\w.]+\))?)(?::\s?(.*))?$"
 )
 # Wrappers whose message names another error: the inner one is the root cause.
 WRAPPER_RE = re.compile(
@@ -85,14 +91,19 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
     """
     lines = paste.lines
     looks_like_error = {paste.line_at(match.start()) for match in CANDIDATE_RE.finditer(paste.searchable)}
-    candidates = sorted(looks_like_error | set(known_lines))
+    candidates = sorted(looks_like_error | set(known_lines) | _leading_cut_frame(lines))
     blocks: list[Block] = []
     covered_until = -1
     for index in candidates:
         if index <= covered_until or len(blocks) >= MAX_BLOCKS:
             continue
         text = lines[index]
-        if TRACEBACK_START.match(text) or FRAME_RE.match(text) or _ray_wrapper_with_frames(lines, index):
+        if (
+            TRACEBACK_START.match(text)
+            or FRAME_RE.match(text)
+            or _ray_wrapper_with_frames(lines, index)
+            or _cut_frame_starts_traceback(lines, index)
+        ):
             block = _read_traceback(paste, index)
         elif any(marker in text for marker in NOISE_MARKERS) or not text.strip():
             continue
@@ -108,8 +119,29 @@ def split_blocks(paste: Paste, known_lines: set[int] = frozenset()) -> list[Bloc
 
 def _ray_wrapper_with_frames(lines: list[str], index: int) -> bool:
     """A paste that starts at Ray's `RayTaskError(X): ray::task()` line, its worker's frames below it."""
-    return (WRAPPED_TYPE_RE.search(lines[index]) is not None and index + 1 < len(lines)
-            and FRAME_RE.match(lines[index + 1]) is not None)
+    return (
+        WRAPPED_TYPE_RE.search(lines[index]) is not None
+        and index + 1 < len(lines)
+        and FRAME_RE.match(lines[index + 1]) is not None
+    )
+
+
+def _leading_cut_frame(lines: list[str]) -> set[int]:
+    """The first line of a paste that starts on the cut tail of a frame line."""
+    first = next((index for index, line in enumerate(lines[:50]) if line and not line.isspace()), None)
+    return {first} if first is not None and _cut_frame_starts_traceback(lines, first) else set()
+
+
+def _cut_frame_starts_traceback(lines: list[str], index: int) -> bool:
+    """A frame line cut before `File "` at the top of the paste (or after a blank line): the traceback
+    that follows starts there, so what matched on it belongs to that traceback."""
+    text = lines[index]
+    return (
+        len(text) <= MAX_FRAME_LINE
+        and (index == 0 or not lines[index - 1].strip())
+        and '", line ' in text
+        and FRAME_TAIL_RE.match(text) is not None
+    )
 
 
 def _read_error_line(paste: Paste, index: int) -> Block:
@@ -128,7 +160,7 @@ def _read_traceback(paste: Paste, start: int) -> Block:
     limit = min(len(lines), start + MAX_BLOCK_LINES)
     while index < limit:
         text = lines[index]
-        frame = FRAME_RE.match(text)
+        frame = FRAME_RE.match(text) or (FRAME_TAIL_RE.match(text) if index == start else None)
         if frame:
             frames.append(f"{frame.group(1)}:{frame.group(3)}")
         elif CHAIN_RE.match(text) or TRACEBACK_START.match(text):
@@ -157,8 +189,16 @@ def _read_traceback(paste: Paste, start: int) -> Block:
     # Cut before its last line: no exception at all, or only a Ray wrapper that names an inner error
     # (RayTaskError(OutOfMemoryError)) whose own line never came.
     truncated = root is None and (wrapper is None or wrapped is not None)
-    return Block("traceback", start, end, exception_line, message, frames, truncated=truncated,
-                 wrapped_type=wrapped.group(1) if wrapped else "")
+    return Block(
+        "traceback",
+        start,
+        end,
+        exception_line,
+        message,
+        frames,
+        truncated=truncated,
+        wrapped_type=wrapped.group(1) if wrapped else "",
+    )
 
 
 def _ray_tasks(lines: list[str], block: Block) -> list[str]:

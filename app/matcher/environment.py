@@ -5,28 +5,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
-
 import re2
+from packaging.version import InvalidVersion, Version
 
 from app.entries.model import applies_to_parts
 from app.matcher.normalise import Paste
+from app.matcher.versions import FoundVersion, extract_versions
 
 VERSION = r"(\d+\.\d+(?:\.\d+)?(?:\.?(?:post|dev|rc|a|b)\d*)?(?:\+[\w.]+)?)"
-_PACKAGES = {
-    "verl": r"\bverl",
-    "vllm": r"\bvllm",
-    "sglang": r"\bsglang",
-    "torch": r"\btorch",
-    "transformers": r"\btransformers",
-    "ray": r"\bray",
-    "flash-attn": r"\bflash[-_]attn",
-    "megatron-core": r"\bmegatron[-_]core",
-}
-PACKAGE_RES = {
-    name: re.compile(rf"(?i){pattern}(?:\s*(?:==|version|:|=|\bv)\s*|\s+)v?{VERSION}(?![\w.])")
-    for name, pattern in _PACKAGES.items()
-}
+# The packages whose version the answer's `environment` names and entries' `applies_to` is checked against.
+PACKAGES = ("verl", "vllm", "sglang", "torch", "transformers", "ray", "flash-attn", "megatron-core")
 NCCL_RE = re.compile(rf"NCCL version {VERSION}")
 CUDA_RE = re.compile(rf"(?i)\bCUDA(?: Version| version|:|\s)\s*{VERSION}")
 GPU_RE = re.compile(
@@ -35,24 +23,27 @@ GPU_RE = re.compile(
 )
 SCAN_CHARS = 400
 MAX_SCANNED_LINES = 500
-# One linear pass finds the few lines that can name a version or a GPU.
-MENTION_RE = re2.compile(
-    r"(?im)^[^\n]*(?:verl|vllm|sglang|torch|transformers|\bray\b|flash.attn|megatron|nccl version|cuda|nvidia|gpu|device)[^\n]*$"
-)
+# One linear pass finds the few lines that can name the NCCL or CUDA version or a GPU.
+MENTION_RE = re2.compile(r"(?im)^[^\n]*(?:nccl version|cuda|nvidia|gpu|device)[^\n]*$")
 
 
 @dataclass
 class Environment:
     versions: dict[str, str] = field(default_factory=dict)
     gpu: str | None = None
+    found: list[FoundVersion] = field(default_factory=list, repr=False)  # every version the paste states
 
     def as_dict(self) -> dict:
         return {"versions": dict(self.versions), "gpu": self.gpu}
 
 
 def extract_environment(paste: Paste) -> Environment:
-    """Collect the first version of each known package, the NCCL/CUDA versions and the GPU model."""
-    env = Environment()
+    """Read every package version the paste states (one reader, app.matcher.versions, serves the ranking and
+    the findings), the first of each of PACKAGES, the NCCL/CUDA versions and the GPU model."""
+    env = Environment(found=extract_versions(paste.text))
+    for item in env.found:
+        if item.package in PACKAGES:
+            env.versions.setdefault(item.package, item.version)
     for count, found_line in enumerate(MENTION_RE.finditer(paste.searchable)):
         if count >= MAX_SCANNED_LINES:
             break
@@ -60,12 +51,6 @@ def extract_environment(paste: Paste) -> Environment:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")  # a cut at SCAN_CHARS may split a character
         lowered = text.lower()
-        for name, pattern in PACKAGE_RES.items():
-            if name in env.versions or name.split("-")[0] not in lowered.replace("_", "-"):
-                continue
-            found = pattern.search(text)
-            if found and is_version(found.group(1)):
-                env.versions[name] = found.group(1)
         if "nccl" not in env.versions and "NCCL version" in text:
             found = NCCL_RE.search(text)
             if found:
@@ -79,14 +64,6 @@ def extract_environment(paste: Paste) -> Environment:
             if found:
                 env.gpu = found.group(1)
     return env
-
-
-def is_version(version: str) -> bool:
-    try:
-        Version(version)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def excluded_reason(applies_to: str | None, env: Environment) -> str | None:

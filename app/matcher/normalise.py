@@ -69,6 +69,13 @@ RECORD_START_RE = re.compile(
     r"|(?:[A-Za-z_]\w{0,100}\.){0,10}_{0,2}[A-Z]\w{0,100}(?:Error|Exception|Warning)\b)"
 )
 
+# A traceback's frame line, complete to its function name: nothing of it can follow on the next line.
+FRAME_END_RE = re.compile(r'File "[^"\n]{1,500}", line \d{1,7}, in \S{1,200}$')
+# What the rest of a function name cut by a wrap looks like (`ward` of `forward`, `ule>` of `<module>`).
+NAME_TAIL_RE = re.compile(r"[\w<>.]{1,200}")
+# The column markers Python 3.11+ prints under a frame's code line.
+CARET_LINE_RE = re.compile(r"\s*[\^~]{1,500}\s*$")
+
 
 @dataclass
 class Paste:
@@ -178,12 +185,22 @@ def unwrap(lines: list[str]) -> list[str]:
         previous = lines[index - 1] if index else None
         # the same full-width line twice in a row is a log's own repeated line, not a wrap
         wrapped = len(line) == width and following is not None and line not in (previous, following)
-        if wrapped and _continues(following):
+        if wrapped and _continues(following) and not _code_below(carry + line, following):
             carry += line
             continue
         joined.append(carry + line)
         carry = ""
     return joined
+
+
+def _code_below(line: str, following: str) -> bool:
+    """Whether ``following`` is a traceback's own next line rather than the rest of ``line``: the code line
+    under a frame line that ends at its function name (anything but the tail of a cut name), or the
+    markers under a code line. A frame line that happens to fill the terminal's width otherwise took
+    its code line along."""
+    if CARET_LINE_RE.match(following):
+        return True
+    return not NAME_TAIL_RE.fullmatch(following) and FRAME_END_RE.search(line) is not None
 
 
 def _continues(line: str) -> bool:

@@ -2,8 +2,9 @@
 When a log holds only cascades, the first to appear leads: it is the nearest to what started them.
 
 Confidence: ``high`` when a signature matched the exception (or its message) of the block that ranks
-first; ``medium`` for other signature hits; ``low`` for full-text suggestions. A log whose final
-traceback no signature explains gives no ``high``: the manual may not know its real failure.
+first, or ran over several lines (a frame, then the error) to end on it; ``medium`` for other signature
+hits; ``low`` for full-text suggestions. A log whose final traceback no signature explains gives no
+``high``: the manual may not know its real failure.
 """
 
 from __future__ import annotations
@@ -104,9 +105,16 @@ class Matcher:
         where = _line_map(blocks)
         hits = []
         for signature, spans in found:
-            for start, _end in spans:
+            for start, end in spans:
                 line = paste.line_at(start)
                 block, on_exception = where.get(line, (None, False))
+                if not on_exception:
+                    # a signature over several lines (a frame, then the error) that ends on an error line
+                    # names that error: the hit is on it, wherever its first line fell
+                    last = paste.line_at(max(start, end - 1))
+                    last_block, last_on_exception = where.get(last, (None, False))
+                    if last_on_exception or (block is None and last_block is not None):
+                        line, block, on_exception = last, last_block, last_on_exception
                 hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, block, on_exception))
         return hits
 
@@ -121,8 +129,9 @@ class Matcher:
             score += FRAME_BONUS
         return score
 
-    def _rank(self, hits: list[_Hit], blocks: list[Block], paste: Paste, environment: Environment,
-              explained: set[int]) -> list[Match]:
+    def _rank(
+        self, hits: list[_Hit], blocks: list[Block], paste: Paste, environment: Environment, explained: set[int]
+    ) -> list[Match]:
         best: dict[str, tuple[float, _Hit]] = {}
         for hit in hits:
             score = self._score(hit, blocks)
@@ -132,8 +141,15 @@ class Matcher:
         matches = []
         for code, (score, hit) in best.items():
             meta = self.catalog.get(code).meta
-            match = Match(code, score, "medium", paste.lines[hit.line].strip()[:2000], hit.signature, hit.block,
-                          line_index=hit.line)
+            match = Match(
+                code,
+                score,
+                "medium",
+                paste.lines[hit.line].strip()[:2000],
+                hit.signature,
+                hit.block,
+                line_index=hit.line,
+            )
             if meta.symptom_of and primaries:
                 match.score -= SYMPTOM_PENALTY
                 causes = [cause for cause in meta.symptom_of if cause in primaries]
@@ -192,16 +208,27 @@ class Matcher:
         lead = fragment_results[:2]
         if lead and (len(lead) == 1 or lead[0][1] >= FRAGMENT_DOMINANCE * lead[1][1]) and lead[0][0] not in seen:
             code, score = lead[0]
-            suggestions.append(Match(code, round(score, 3), "low", paste.lines[cut.end].strip()[:2000], "",
-                                     len(blocks) - 1, line_index=cut.end,
-                                     demoted_because="matched on the fragments of a truncated traceback"))
+            suggestions.append(
+                Match(
+                    code,
+                    round(score, 3),
+                    "low",
+                    paste.lines[cut.end].strip()[:2000],
+                    "",
+                    len(blocks) - 1,
+                    line_index=cut.end,
+                    demoted_because="matched on the fragments of a truncated traceback",
+                )
+            )
             seen = seen | {code}
         if blocks and blocks[-1] is cut:
             results = fragment_results
         else:
             parts = [block.exception_line for block in blocks[-3:]] or paste.lines[-5:]
             results = self.fulltext(NUMBER_RE.sub(" ", " ".join(parts)[:FALLBACK_QUERY_CHARS]), limit)
-        return suggestions + [Match(code, round(score, 3), "low") for code, score in results[:limit] if code not in seen]
+        return suggestions + [
+            Match(code, round(score, 3), "low") for code, score in results[:limit] if code not in seen
+        ]
 
     def _prefer_raised(self, block: Block, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
         """Entries about the type a Ray wrapper names (``RayTaskError(ModuleNotFoundError)``) go first,
@@ -232,11 +259,14 @@ def _fragment_query(block: Block, paste: Paste, blocks: list[Block]) -> str:
     lines just above it, its own code and frames (Ray's and Python's plumbing left out), and of Ray's
     task lines only the task names (their pids and actor ids are noise to full text)."""
     earlier = [other.exception_line for other in blocks if other.end < block.start][-FRAGMENT_EARLIER_BLOCKS:]
-    before = [line.strip() for line in paste.lines[max(0, block.start - FRAGMENT_LINES_BEFORE):block.start]
-              if line.strip() and "ray::" not in line]
+    before = [
+        line.strip()
+        for line in paste.lines[max(0, block.start - FRAGMENT_LINES_BEFORE) : block.start]
+        if line.strip() and "ray::" not in line
+    ]
     own: list[str] = []
     plumbing = False
-    for line in paste.lines[block.start:block.end + 1]:
+    for line in paste.lines[block.start : block.end + 1]:
         frame = FRAME_RE.match(line)
         if frame:
             plumbing = PLUMBING_RE.search(frame.group(1)) is not None

@@ -67,8 +67,10 @@ class SignatureSet:
             try:
                 self._set.Compile()
             except re2.error:
-                raise SignatureError(f"the {len(self.signatures)} signatures do not fit in one RE2 set of "
-                                     f"{max_mem >> 20} MiB; the largest: {self.largest()}") from None
+                raise SignatureError(
+                    f"the {len(self.signatures)} signatures do not fit in one RE2 set of "
+                    f"{max_mem >> 20} MiB; the largest: {self.largest()}"
+                ) from None
 
     def largest(self, count: int = 5) -> str:
         """The signatures whose compiled programs are biggest (wide gaps such as `[\\s\\S]{0,700}` cost most)."""

@@ -53,13 +53,19 @@ def decode_image(data: bytes, *, max_bytes: int, max_pixels: int) -> np.ndarray:
             image = Image.open(io.BytesIO(data), formats=[kind])
             width, height = image.size
             if width * height > max_pixels:
-                raise ImageRejected(413, "image_too_large", f"the image has {width} x {height} pixels, more than "
-                                    f"{max_pixels} (KB_MAX_IMAGE_PIXELS); crop it to the error")
+                raise ImageRejected(
+                    413,
+                    "image_too_large",
+                    f"the image has {width} x {height} pixels, more than "
+                    f"{max_pixels} (KB_MAX_IMAGE_PIXELS); crop it to the error",
+                )
             image.load()
         except ImageRejected:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise ImageRejected(413, "image_too_large", "the image declares more pixels than the manual reads") from None
+            raise ImageRejected(
+                413, "image_too_large", "the image declares more pixels than the manual reads"
+            ) from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
             # Pillow reports a cut-off or corrupt file as OSError ("image file is truncated") or SyntaxError
             raise ImageRejected(422, "invalid_image", f"the {kind} image cannot be decoded: {exc}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from itertools import pairwise
 
 from app.matcher.normalise import RECORD_START_RE
 from app.ocr.engine import TextBox
@@ -16,9 +17,34 @@ from app.ocr.engine import TextBox
 WIDE_RE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 CJK_RE = re.compile(r"[\u2e80-\u9fff]")
 # Full-width forms the recogniser emits for ASCII punctuation in code: mapped back in lines of code
-FULL_WIDTH = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "“": '"', "”": '"', "‘": "'",
-                            "’": "'", "【": "[", "】": "]", "！": "!", "？": "?", "。": ".", "　": " ", "＝": "=",
-                            "［": "[", "］": "]", "｛": "{", "｝": "}", "＜": "<", "＞": ">", "｜": "|", "～": "~"})
+FULL_WIDTH = str.maketrans(
+    {
+        "，": ",",
+        "：": ":",
+        "；": ";",
+        "（": "(",
+        "）": ")",
+        "“": '"',
+        "”": '"',
+        "‘": "'",
+        "’": "'",
+        "【": "[",
+        "】": "]",
+        "！": "!",
+        "？": "?",
+        "。": ".",
+        "　": " ",
+        "＝": "=",
+        "［": "[",
+        "］": "]",
+        "｛": "{",
+        "｝": "}",
+        "＜": "<",
+        "＞": ">",
+        "｜": "|",
+        "～": "~",
+    }
+)
 SPACE_BEFORE_PUNCT_RE = re.compile(r"(?<=[\w)\]'\"]) (?=[.,:)\]](?:\S|$))")
 # A terminal wraps at a fixed column, so a wrapped line is nearly always cut inside a word or a path
 TOKEN_END_RE = re.compile(r"[\w/.\-]$")
@@ -50,7 +76,7 @@ class Row:
     def text(self, char_width: float) -> str:
         """The row's boxes joined, with one space where the screen shows a gap."""
         parts = [spaced(self.boxes[0], char_width)]
-        for before, box in zip(self.boxes, self.boxes[1:]):
+        for before, box in pairwise(self.boxes):
             if before.chars and box.chars:  # the detector's boxes overlap: measure between the characters
                 last, first = before.chars[-1], box.chars[0]
                 apart = (first[1] - last[1]) / char_width - (_cells(last[0]) + _cells(first[0])) / 2 > SPACE_CELLS
@@ -69,7 +95,7 @@ def spaced(box: TextBox, cell: float) -> str:
     if not box.chars or "".join(char for char, _ in box.chars) != box.text.replace(" ", ""):
         return box.text
     out, had_space = [box.chars[0][0]], set(_space_positions(box.text))
-    for index, ((left, x_left), (right, x_right)) in enumerate(zip(box.chars, box.chars[1:]), 1):
+    for index, ((left, x_left), (right, x_right)) in enumerate(pairwise(box.chars), 1):
         expected = (_cells(left) + _cells(right)) / 2
         # CTC must emit a blank between two equal characters, which delays the second (`ll`, `__`), and an
         # underscore's position is vague: neither gap says anything about a space
@@ -110,8 +136,7 @@ def rows_of(boxes: list[TextBox]) -> list[Row]:
 def char_width(boxes: list[TextBox]) -> float:
     """The width of one monospace cell: the usual distance between two neighbouring characters, or failing
     that the width of the longest boxes (whose padding matters least)."""
-    steps = [(b[1] - a[1]) / ((_cells(a[0]) + _cells(b[0])) / 2)
-             for box in boxes for a, b in zip(box.chars, box.chars[1:])]
+    steps = [(b[1] - a[1]) / ((_cells(a[0]) + _cells(b[0])) / 2) for box in boxes for a, b in pairwise(box.chars)]
     if len(steps) >= 10:
         return max(1.0, statistics.median(steps))
     cells = [(box.right - box.left) / _cells(box.text) for box in boxes if _cells(box.text) >= 6]
@@ -132,10 +157,10 @@ def to_lines(boxes: list[TextBox]) -> list[str]:
     cell = char_width(boxes)
     margin = min(row.left for row in rows)
     right_edge = max(row.right for row in rows)
-    pitch = statistics.median([b.middle - a.middle for a, b in zip(rows, rows[1:])] or [0.0])
+    pitch = statistics.median([b.middle - a.middle for a, b in pairwise(rows)] or [0.0])
     lines: list[str] = []
     wrapped = False
-    for before, row in zip([None, *rows], rows):
+    for before, row in zip([None, *rows], rows, strict=False):
         text = _ascii_punctuation(row.text(cell))
         indent = max(0, round((row.left - margin) / cell))
         adjacent = before is not None and row.middle - before.middle < 1.5 * pitch  # no blank line between
@@ -151,8 +176,12 @@ def to_lines(boxes: list[TextBox]) -> list[str]:
 
 def _continues(line: str, text: str) -> bool:
     """Whether ``text`` reads as the wrapped tail of ``line``: a cut through a token, not a new record."""
-    return bool(TOKEN_END_RE.search(line) and TOKEN_START_RE.match(text) and not RECORD_START_RE.match(text)
-                and not CJK_RE.search(text))
+    return bool(
+        TOKEN_END_RE.search(line)
+        and TOKEN_START_RE.match(text)
+        and not RECORD_START_RE.match(text)
+        and not CJK_RE.search(text)
+    )
 
 
 def _ascii_punctuation(text: str) -> str:

@@ -27,8 +27,16 @@ class ImageReader:
     same time only makes both slower: further images wait for a slot, up to ``queue_timeout`` seconds.
     """
 
-    def __init__(self, *, max_bytes: int, max_pixels: int, timeout: float, concurrency: int,
-                 queue_timeout: float, threads: int = 0):
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        max_pixels: int,
+        timeout: float,
+        concurrency: int,
+        queue_timeout: float,
+        threads: int = 0,
+    ):
         self.max_bytes = max_bytes
         self.max_pixels = max_pixels
         self.timeout = timeout
@@ -37,10 +45,15 @@ class ImageReader:
         self._slots = threading.BoundedSemaphore(concurrency)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "ImageReader":
-        return cls(max_bytes=settings.max_image_bytes, max_pixels=settings.max_image_pixels,
-                   timeout=settings.ocr_timeout, concurrency=settings.ocr_concurrency,
-                   queue_timeout=settings.queue_timeout, threads=settings.ocr_threads)
+    def from_settings(cls, settings: Settings) -> ImageReader:
+        return cls(
+            max_bytes=settings.max_image_bytes,
+            max_pixels=settings.max_image_pixels,
+            timeout=settings.ocr_timeout,
+            concurrency=settings.ocr_concurrency,
+            queue_timeout=settings.queue_timeout,
+            threads=settings.ocr_threads,
+        )
 
     def read(self, data: bytes) -> ImageText:
         """The text of a PNG, JPEG or WebP screenshot; ImageRejected (with its HTTP status) when it has none.
@@ -54,8 +67,12 @@ class ImageReader:
         try:
             boxes = self.engine.read(pixels, deadline=started + self.timeout)
         except OcrTimeout:
-            raise ImageRejected(422, "image_too_busy", f"reading the image took longer than {self.timeout:g} s "
-                                "(KB_OCR_TIMEOUT); crop it to the error and try again") from None
+            raise ImageRejected(
+                422,
+                "image_too_busy",
+                f"reading the image took longer than {self.timeout:g} s "
+                "(KB_OCR_TIMEOUT); crop it to the error and try again",
+            ) from None
         finally:
             self._slots.release()
         text = "\n".join(to_lines(boxes)).strip()

@@ -55,19 +55,25 @@ class Layout:
     def as_json(self) -> dict:
         return {
             "functions": {path: [list(span) for span in spans] for path, spans in self.functions.items()},
-            "raises": {path: [[s.line, s.end_line, s.function, s.exception, s.statement, s.condition, s.template]
-                              for s in sites] for path, sites in self.raises.items()},
+            "raises": {
+                path: [
+                    [s.line, s.end_line, s.function, s.exception, s.statement, s.condition, s.template] for s in sites
+                ]
+                for path, sites in self.raises.items()
+            },
             "files": self.files,
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Layout":
-        return cls({path: [tuple(span) for span in spans] for path, spans in data["functions"].items()},
-                   {path: [RaiseSite(path, *site) for site in sites] for path, sites in data["raises"].items()},
-                   data["files"])
+    def from_json(cls, data: dict) -> Layout:
+        return cls(
+            {path: [tuple(span) for span in spans] for path, spans in data["functions"].items()},
+            {path: [RaiseSite(path, *site) for site in sites] for path, sites in data["raises"].items()},
+            data["files"],
+        )
 
     @classmethod
-    def read(cls, path: Path) -> "Layout":
+    def read(cls, path: Path) -> Layout:
         return cls.from_json(json.loads(gzip.decompress(path.read_bytes())))
 
 

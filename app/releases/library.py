@@ -70,7 +70,7 @@ def build_all(verl_dir: Path, progress=None) -> tuple[list[str], list[str]]:
     try:
         versions = registry_versions()
     except (OSError, subprocess.SubprocessError) as exc:
-        present = sorted(path.name[:-len(".requires.json")] for path in folder.glob("*.requires.json"))
+        present = sorted(path.name[: -len(".requires.json")] for path in folder.glob("*.requires.json"))
         return present, [f"the registry could not be reached ({exc})"]
     ready, missing = [], []
     for version in versions:
@@ -100,8 +100,18 @@ def _download(folder: Path, version: str) -> Path:
     if found:
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-               f"verl=={version}", "-d", str(folder)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--quiet",
+        "--disable-pip-version-check",
+        f"verl=={version}",
+        "-d",
+        str(folder),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     found = sorted(folder.glob(f"verl-{version}-*.whl"))
     if result.returncode != 0 or not found:
@@ -118,7 +128,7 @@ class ReleaseLibrary:
         self.missing = missing
 
     @classmethod
-    def load(cls, verl_dir: Path) -> "ReleaseLibrary":
+    def load(cls, verl_dir: Path) -> ReleaseLibrary:
         """Read every release's requirements; each layout is read when first needed."""
         folder = facts_dir(verl_dir)
         releases = []

@@ -60,7 +60,7 @@ def _layout(path: str, source: str) -> tuple[list[tuple[str, int, int]], list[Ra
             elif isinstance(child, (ast.Raise, ast.Assert)):
                 sites.append(_site(path, lines, child, scope, condition))
             elif isinstance(child, ast.If):
-                test = "\n".join(lines[child.lineno - 1:(child.test.end_lineno or child.lineno)][:CONDITION_LINES])
+                test = "\n".join(lines[child.lineno - 1 : (child.test.end_lineno or child.lineno)][:CONDITION_LINES])
                 visit(child.body, scope, test)
                 visit(child.orelse, scope, "")
             else:
@@ -77,10 +77,18 @@ def _layout(path: str, source: str) -> tuple[list[tuple[str, int, int]], list[Ra
 
 def _site(path: str, lines: list[str], node: ast.Raise | ast.Assert, scope: str, condition: str) -> RaiseSite:
     end = node.end_lineno or node.lineno
-    statement = "\n".join(lines[node.lineno - 1:min(end, node.lineno - 1 + STATEMENT_LINES)])
+    statement = "\n".join(lines[node.lineno - 1 : min(end, node.lineno - 1 + STATEMENT_LINES)])
     message = node.msg if isinstance(node, ast.Assert) else _raised_message(node)
-    return RaiseSite(path, node.lineno, end, scope.rsplit(".", 1)[-1] if scope else "<module>", _raised_type(node),
-                     statement, condition.strip(), _template(message))
+    return RaiseSite(
+        path,
+        node.lineno,
+        end,
+        scope.rsplit(".", 1)[-1] if scope else "<module>",
+        _raised_type(node),
+        statement,
+        condition.strip(),
+        _template(message),
+    )
 
 
 def _raised_type(node: ast.Raise | ast.Assert) -> str:
@@ -106,19 +114,27 @@ def _template(message: ast.AST | None) -> str:
         parts = [message.value]
     elif isinstance(message, ast.JoinedStr):
         parts = [value.value if isinstance(value, ast.Constant) else None for value in message.values]
-    elif (isinstance(message, ast.BinOp) and isinstance(message.left, ast.Constant)
-          and isinstance(message.left.value, str)):
+    elif (
+        isinstance(message, ast.BinOp)
+        and isinstance(message.left, ast.Constant)
+        and isinstance(message.left.value, str)
+    ):
         parts = re.split(r"(%[-#0 +]*\d*(?:\.\d+)?[sdrfigx])", message.left.value)
         parts = [None if re.fullmatch(r"%[-#0 +]*\d*(?:\.\d+)?[sdrfigx]", part) else part for part in parts]
-    elif (isinstance(message, ast.Call) and isinstance(message.func, ast.Attribute) and message.func.attr == "format"
-          and isinstance(message.func.value, ast.Constant) and isinstance(message.func.value.value, str)):
-        parts = [None if re.fullmatch(r"\{[^{}]*\}", part) else part
-                 for part in re.split(r"(\{[^{}]*\})", message.func.value.value)]
+    elif (
+        isinstance(message, ast.Call)
+        and isinstance(message.func, ast.Attribute)
+        and message.func.attr == "format"
+        and isinstance(message.func.value, ast.Constant)
+        and isinstance(message.func.value.value, str)
+    ):
+        parts = [
+            None if re.fullmatch(r"\{[^{}]*\}", part) else part
+            for part in re.split(r"(\{[^{}]*\})", message.func.value.value)
+        ]
     else:
         return ""
     literal = "".join(part or "" for part in parts)
     if len(re.sub(r"\W", "", literal)) < MIN_TEMPLATE_CHARS:
         return ""
     return "".join(re.escape(part) if part is not None else ".*?" for part in parts if part != "")
-
-

@@ -7,22 +7,40 @@ bigrams need no dictionary, cost nothing at start-up, and find every word a dict
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from whoosh.analysis import Filter, LowercaseFilter, StemFilter, StopFilter, Token, Tokenizer
 
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 TOKEN_RE = re.compile(rf"[{CJK}]+|[A-Za-z0-9_]+(?:[.\-/:][A-Za-z0-9_]+)*")
 CJK_RE = re.compile(rf"^[{CJK}]")
+ANY_CJK_RE = re.compile(rf"[{CJK}]")
 PART_RE = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|[a-z]+|\d+")
 PATH_SPLIT_RE = re.compile(r"[./:]+")
 WORD_SPLIT_RE = re.compile(r"[_\-]+")
 
 
+def has_cjk(text: str) -> bool:
+    """True when ``text`` holds a Chinese (CJK ideograph) character."""
+    return ANY_CJK_RE.search(text or "") is not None
+
+
 class CodeAwareTokenizer(Tokenizer):
     """Yield identifiers whole and, at the same position, each of their parts; CJK runs as bigrams."""
 
-    def __call__(self, value, positions=False, chars=False, keeporiginal=False, removestops=True,
-                 start_pos=0, start_char=0, tokenize=True, mode="", **kwargs):
+    def __call__(
+        self,
+        value,
+        positions=False,
+        chars=False,
+        keeporiginal=False,
+        removestops=True,
+        start_pos=0,
+        start_char=0,
+        tokenize=True,
+        mode="",
+        **kwargs,
+    ):
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         position = start_pos
         for match in TOKEN_RE.finditer(value):
@@ -45,7 +63,8 @@ def _bigrams(run: str):
         yield run[offset : offset + 2], offset
 
 
-def _parts(text: str) -> list[str]:
+@lru_cache(maxsize=1 << 16)  # an index build splits the same identifiers thousands of times
+def _parts(text: str) -> tuple[str, ...]:
     """`actor_rollout_ref.rollout.n` -> itself, every dotted sub-path, each segment and its words."""
     pieces = [text]
     segments = [segment for segment in PATH_SPLIT_RE.split(text) if segment]
@@ -62,7 +81,7 @@ def _parts(text: str) -> list[str]:
             if len(words) > 1 and not chunk.isdigit():
                 pieces.extend(word for word in words if len(word) > 1 or word.isalpha())
     seen: set[str] = set()
-    return [piece for piece in pieces if not (piece.lower() in seen or seen.add(piece.lower()))]
+    return tuple(piece for piece in pieces if not (piece.lower() in seen or seen.add(piece.lower())))
 
 
 def _emit(token: Token, text: str, position: int, start: int, length: int, chars: bool) -> Token:
@@ -94,4 +113,6 @@ class KeepIdentifiersStemFilter(Filter):
 
 def analyzer():
     """The analyzer for every text field (queries go through the same one)."""
-    return CodeAwareTokenizer() | LowercaseFilter() | StopFilter(minsize=1, renumber=False) | KeepIdentifiersStemFilter()
+    return (
+        CodeAwareTokenizer() | LowercaseFilter() | StopFilter(minsize=1, renumber=False) | KeepIdentifiersStemFilter()
+    )

@@ -49,24 +49,36 @@ def read_titles(path: Path) -> list[TitleCase]:
 
 def run(service: SearchService, cases: list[TitleCase]) -> list[TitleResult]:
     """Search every title as a user would (their language, first page) and keep the top codes."""
-    return [TitleResult(case, [hit.code for hit in service.search(case.title, lang=case.lang, limit=TOP,
-                                                                   cached=False).hits])
-            for case in cases]
+    return [
+        TitleResult(
+            case, [hit.code for hit in service.search(case.title, lang=case.lang, limit=TOP, cached=False).hits]
+        )
+        for case in cases
+    ]
 
 
 def figures(results: list[TitleResult]) -> dict:
     """Top-1, top-5 and empty-result shares, overall and per language, with the misses listed."""
+
     def share(rows: list[TitleResult], test) -> float:
         return round(sum(1 for row in rows if test(row)) / len(rows), 3) if rows else 0.0
 
     def block(rows: list[TitleResult]) -> dict:
-        return {"titles": len(rows), "top1": share(rows, lambda r: r.rank == 1),
-                "top5": share(rows, lambda r: r.rank is not None), "empty": sum(1 for r in rows if not r.got)}
+        return {
+            "titles": len(rows),
+            "top1": share(rows, lambda r: r.rank == 1),
+            "top5": share(rows, lambda r: r.rank is not None),
+            "empty": sum(1 for r in rows if not r.got),
+        }
 
     return {
         **block(results),
-        "by_lang": {lang: block([r for r in results if r.case.lang == lang])
-                    for lang in sorted({r.case.lang for r in results})},
-        "misses": [{"id": r.case.id, "title": r.case.title, "expect": sorted(r.case.expect), "got": r.got}
-                   for r in results if r.rank != 1],
+        "by_lang": {
+            lang: block([r for r in results if r.case.lang == lang]) for lang in sorted({r.case.lang for r in results})
+        },
+        "misses": [
+            {"id": r.case.id, "title": r.case.title, "expect": sorted(r.case.expect), "got": r.got}
+            for r in results
+            if r.rank != 1
+        ],
     }

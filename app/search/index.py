@@ -18,7 +18,7 @@ from app.search.analysis import analyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -35,11 +35,17 @@ def schema() -> Schema:
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
         # code, titles, summaries, tags and aliases: a word here says more than the same word in a body
-        head=TEXT(analyzer=text, field_boost=3.0),
+        head=TEXT(analyzer=text, field_boost=3.0, phrase=False),
         # bodies (English and Chinese), exception, signatures, examples, fixes
-        text=TEXT(analyzer=text),
-        title=STORED(), title_zh=STORED(), summary=STORED(), summary_zh=STORED(),
-        body=STORED(), body_zh=STORED(), error_text=STORED(), fixes=STORED(),
+        text=TEXT(analyzer=text, phrase=False),
+        title=STORED(),
+        title_zh=STORED(),
+        summary=STORED(),
+        summary_zh=STORED(),
+        body=STORED(),
+        body_zh=STORED(),
+        error_text=STORED(),
+        fixes=STORED(),
     )
 
 
@@ -49,21 +55,39 @@ def document(entry: Entry) -> dict:
     fixes = "\n".join(f"{fix.title}\n{fix.body}" for fix in meta.fixes)
     fixes_zh = "\n".join([fix.title_zh for fix in meta.fixes] + list(entry.fix_bodies_zh.values()))
     error_text = "\n".join([meta.exception, *meta.examples])
-    head = "\n".join([meta.code, meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags),
-                      *meta.aliases])
+    head = "\n".join(
+        [meta.code, meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags), *meta.aliases]
+    )
     return {
-        "code": meta.code, "category": meta.category, "head": head,
+        "code": meta.code,
+        "category": meta.category,
+        "head": head,
         "text": "\n".join([entry.body, entry.body_zh, error_text, *meta.signatures, fixes, fixes_zh]),
-        "title": meta.title, "title_zh": meta.title_zh, "summary": meta.summary, "summary_zh": meta.summary_zh,
-        "body": entry.body, "body_zh": entry.body_zh, "error_text": error_text, "fixes": fixes,
+        "title": meta.title,
+        "title_zh": meta.title_zh,
+        "summary": meta.summary,
+        "summary_zh": meta.summary_zh,
+        "body": entry.body,
+        "body_zh": entry.body_zh,
+        "error_text": error_text,
+        "fixes": fixes,
     }
 
 
 def english_text(entry: Entry) -> str:
     """The English words of an entry, for the typo corrector's vocabulary."""
     meta = entry.meta
-    return "\n".join([meta.title, meta.summary, entry.body, *meta.examples, *meta.tags, *meta.aliases,
-                      *(fix.title + "\n" + fix.body for fix in meta.fixes)])
+    return "\n".join(
+        [
+            meta.title,
+            meta.summary,
+            entry.body,
+            *meta.examples,
+            *meta.tags,
+            *meta.aliases,
+            *(fix.title + "\n" + fix.body for fix in meta.fixes),
+        ]
+    )
 
 
 def build_hash(catalog: Catalog) -> str:
@@ -148,5 +172,9 @@ def open_generation(data_dir: Path) -> Generation:
         raise FileNotFoundError(f"no search index at {link}; run `kb index`")
     folder = link.resolve()
     storage = copy_to_ram(FileStorage(str(folder / WHOOSH_DIR)))
-    return Generation(storage.open_index(), (folder / HASH_FILE).read_text().strip(), folder / CONTENT_COPY,
-                      json.loads((folder / WORDS_FILE).read_text()))
+    return Generation(
+        storage.open_index(),
+        (folder / HASH_FILE).read_text().strip(),
+        folder / CONTENT_COPY,
+        json.loads((folder / WORDS_FILE).read_text()),
+    )

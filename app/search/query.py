@@ -40,6 +40,8 @@ class Hit:
     category: str
     snippet: str
     score: float
+    title_zh: str = ""  # shown instead of `title` to a reader of Chinese (a query in Chinese)
+    summary_zh: str = ""
 
 
 @dataclass
@@ -263,7 +265,8 @@ def _missing_at(searcher, parts, docnum: int) -> list[str]:
 def _hit(searcher, docnum: int, score: float, words: re.Pattern | None, lang: str) -> Hit:
     stored = searcher.stored_fields(docnum)
     title = stored["title_zh"] if lang == "zh" and stored.get("title_zh") else stored["title"]
-    return Hit(stored["code"], title, stored["category"], _snippet(stored, words, lang), round(score, 4))
+    return Hit(stored["code"], title, stored["category"], _snippet(stored, words, lang), round(score, 4),
+               stored.get("title_zh") or "", stored.get("summary_zh") or "")
 
 
 def _union(subqueries: list, scale: float | None = None, boost: float = 1.0) -> q.Or:

@@ -21,7 +21,7 @@ def vocabulary(texts) -> Counter:
 
 
 def _deletes(word: str) -> set[str]:
-    return {word[:i] + word[i + 1:] for i in range(len(word))}
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
 
 def _distance(a: str, b: str) -> int:

@@ -26,12 +26,16 @@ def make_engine(settings: Settings) -> Engine:
     gives up after the queue timeout (503) instead of waiting 30 s.
     """
     url = settings.sqlalchemy_url
-    pool = {"pool_size": settings.max_concurrent_requests + SPARE_CONNECTIONS, "max_overflow": SPARE_CONNECTIONS,
-            "pool_timeout": settings.queue_timeout}
+    pool = {
+        "pool_size": settings.max_concurrent_requests + SPARE_CONNECTIONS,
+        "max_overflow": SPARE_CONNECTIONS,
+        "pool_timeout": settings.queue_timeout,
+    }
     if url.startswith("sqlite"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
-                               **pool)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, **pool
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, **pool)

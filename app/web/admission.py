@@ -56,11 +56,21 @@ class AdmissionLimit:
         if scope["path"].startswith(JSON_PATHS):
             body, media = error_body("overloaded", message), b"application/json"
         else:
-            body, media = f"<!doctype html><title>Busy</title><p>{message}; retry in a moment.</p>".encode(), b"text/html"
-        await send({"type": "http.response.start", "status": 503, "headers": [
-            (b"content-type", media), (b"content-length", str(len(body)).encode()),
-            (b"retry-after", self.retry_after.encode()),
-        ]})
+            body, media = (
+                f"<!doctype html><title>Busy</title><p>{message}; retry in a moment.</p>".encode(),
+                b"text/html",
+            )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", media),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", self.retry_after.encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

@@ -15,14 +15,20 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.manual import Refused
 from app.ocr import ImageRejected
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
 from app.web import api, embed, feedback, insights, pages
 from app.web.admission import AdmissionLimit
+from app.web.locale import page_lang, remember_lang
 from app.web.mcp_tools import build_mcp, mount_mcp
 from app.web.middleware import (
-    JSON_PATHS, BodyLimitMiddleware, HeadAsGetMiddleware, SecurityHeadersMiddleware, error_body,
+    JSON_PATHS,
+    BodyLimitMiddleware,
+    HeadAsGetMiddleware,
+    SecurityHeadersMiddleware,
+    error_body,
 )
 from app.web.state import ServerState
 from app.web.templating import templates
@@ -30,9 +36,18 @@ from app.web.templating import templates
 log = logging.getLogger("kb")
 RELOAD_POLL_SECONDS = 2.0
 BODY_PARSE_ERROR = "There was an error parsing the body"
-STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-                413: "payload_too_large", 415: "unsupported_media_type", 422: "invalid_input", 429: "rate_limited",
-                503: "not_ready"}
+STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    429: "rate_limited",
+    503: "not_ready",
+}
 POOL_RETRY_AFTER = "2"
 
 
@@ -59,9 +74,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine.dispose()
 
     app = FastAPI(
-        title="verl Error Manual", version="1.0",
+        title="verl Error Manual",
+        version="1.0",
         description="Paste a verl traceback or training log; get the root cause and the fixes that worked.",
-        lifespan=lifespan, docs_url="/api/docs", redoc_url=None, openapi_url="/api/v1/openapi.json",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
@@ -75,8 +94,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _error_handlers(app)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
-            allow_headers=["content-type"], allow_credentials=False,
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["content-type"],
+            allow_credentials=False,
         )
     app.add_middleware(AdmissionLimit, settings=settings)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
@@ -102,13 +124,20 @@ async def _watch_index(state: ServerState) -> None:
         await asyncio.sleep(RELOAD_POLL_SECONDS)
         try:
             if await asyncio.to_thread(state.reload_if_changed):
-                log.info("serving the new index %s", state.snapshot.content_hash[:14])
-        except Exception:  # keep serving the old snapshot; the next poll tries again
+                log.info("serving the new index %s", state.manual.content_hash[:14])
+        except Exception:  # keep serving the old generation; the next poll tries again
             log.exception("index reload failed")
 
 
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith(JSON_PATHS) or request.url.path.endswith(".json")
+
+
+def _error_page(request: Request, context: dict, status_code: int, headers: dict | None = None) -> Response:
+    """The HTML error page, in the language the request's pages are in."""
+    context = {"lang": page_lang(request), **context}
+    response = templates.TemplateResponse(request, "error.html", context, status_code=status_code, headers=headers)
+    return remember_lang(request, response)
 
 
 def _error_handlers(app: FastAPI) -> None:
@@ -121,24 +150,40 @@ def _error_handlers(app: FastAPI) -> None:
             message = exc.detail
         code = STATUS_CODES.get(exc.status_code, "error")
         if _wants_json(request):
-            return Response(error_body(code, message), exc.status_code, media_type="application/json",
-                            headers=getattr(exc, "headers", None))
-        return templates.TemplateResponse(request, "error.html", {"status": exc.status_code, "message": message},
-                                          status_code=exc.status_code, headers=getattr(exc, "headers", None))
+            return Response(
+                error_body(code, message),
+                exc.status_code,
+                media_type="application/json",
+                headers=getattr(exc, "headers", None),
+            )
+        return _error_page(
+            request, {"status": exc.status_code, "message": message}, exc.status_code, getattr(exc, "headers", None)
+        )
+
+    @app.exception_handler(Refused)
+    async def refused(request: Request, exc: Refused) -> Response:
+        # what the manual declined (unknown code or fix, vote limits, a store that failed), said like any HTTP error
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return await http_error(request, StarletteHTTPException(exc.status, exc.message, headers=headers))
 
     @app.exception_handler(ImageRejected)
     async def image_rejected(request: Request, exc: ImageRejected) -> Response:
         headers = {"Retry-After": POOL_RETRY_AFTER} if exc.status == 503 else None
         if _wants_json(request):
-            return Response(error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers)
-        return templates.TemplateResponse(request, "error.html", {"status": exc.status, "message": exc.message},
-                                          status_code=exc.status, headers=headers)
+            return Response(
+                error_body(exc.code, exc.message), exc.status, media_type="application/json", headers=headers
+            )
+        return _error_page(request, {"status": exc.status, "message": exc.message}, exc.status, headers)
 
     @app.exception_handler(PoolTimeout)
     async def pool_exhausted(request: Request, exc: PoolTimeout) -> Response:
         # every pooled connection stayed busy for the whole pool timeout: say so, do not answer 500
-        return Response(error_body("overloaded", "the database is busy; retry in a moment"), 503,
-                        media_type="application/json", headers={"Retry-After": POOL_RETRY_AFTER})
+        return Response(
+            error_body("overloaded", "the database is busy; retry in a moment"),
+            503,
+            media_type="application/json",
+            headers={"Retry-After": POOL_RETRY_AFTER},
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -147,4 +192,4 @@ def _error_handlers(app: FastAPI) -> None:
         message = f"{where}: {first.get('msg', 'invalid input')}" if where else first.get("msg", "invalid input")
         if _wants_json(request):
             return JSONResponse({"error": {"code": "invalid_input", "message": message}}, 422)
-        return templates.TemplateResponse(request, "error.html", {"status": 422, "message": message}, status_code=422)
+        return _error_page(request, {"status": 422, "message": message}, 422)

@@ -6,12 +6,11 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from app.entries import Entry
 from app.entries.facets import VERL_RELEASES
 from app.entries.model import Backend, Category, Engine, Hardware
+from app.manual import Manual
 from app.settings import Settings
-from app.web.state import ServerState, Snapshot
-from app.web.urls import url_for
+from app.web.state import ServerState
 
 
 # These dependencies only read attributes: async, so they run on the event loop instead of taking a
@@ -20,11 +19,12 @@ async def get_state(request: Request) -> ServerState:
     return request.app.state.kb
 
 
-async def get_snapshot(request: Request) -> Snapshot:
-    snapshot = request.app.state.kb.snapshot
-    if snapshot is None:
+async def get_manual(request: Request) -> Manual:
+    """The generation being served when the request came in: it answers the whole request."""
+    manual = request.app.state.kb.manual
+    if manual is None:
         raise HTTPException(503, "the manual is not ready: its content or index is not loaded yet")
-    return snapshot
+    return manual
 
 
 async def get_settings(request: Request) -> Settings:
@@ -42,26 +42,22 @@ async def browse_filters(
     """The browse filters of `/errors` and `/api/v1/errors`, checked once for both."""
     if verl and verl not in VERL_RELEASES:
         raise HTTPException(422, f"verl: {verl!r} is not a verl release ({', '.join(VERL_RELEASES)})")
-    return {"category": category, "backend": backend, "engine": engine, "hardware": hardware, "model": model,
-            "verl": verl}
+    return {
+        "category": category,
+        "backend": backend,
+        "engine": engine,
+        "hardware": hardware,
+        "model": model,
+        "verl": verl,
+    }
 
 
 StateDep = Annotated[ServerState, Depends(get_state)]
 FiltersDep = Annotated[dict, Depends(browse_filters)]
-SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]
+ManualDep = Annotated[Manual, Depends(get_manual)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_entry_or_404(snapshot: Snapshot, code: str) -> Entry:
-    """The one lookup used by HTML and JSON routes alike."""
-    entry = snapshot.catalog.get(code)
-    if entry is None:
-        raise HTTPException(404, f"no entry with code {code!r}")
-    return entry
-
-
-def entry_url(request: Request):
-    """Return code -> URL of the entry page; a browse page links every entry, so the URL is built once
-    and each code appended (codes need no escaping)."""
-    prefix = str(url_for(request, "entry_page", code="_"))[:-1]
-    return lambda code: prefix + code
+def base_url(request: Request) -> str:
+    """The manual's root as this request reached it (host, proxy prefix): entry links are built under it."""
+    return str(request.base_url)

@@ -43,8 +43,12 @@ def voter_of(request: Request) -> tuple[str, bool]:
 
 def set_voter_cookie(request: Request, response: Response, voter: str) -> None:
     response.set_cookie(
-        VOTER_COOKIE, sign_voter(request.app.state.kb.secret, voter), max_age=COOKIE_MAX_AGE, httponly=True,
-        samesite="lax", secure=request.url.scheme == "https",
+        VOTER_COOKIE,
+        sign_voter(request.app.state.kb.secret, voter),
+        max_age=COOKIE_MAX_AGE,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
     )
 
 

@@ -7,9 +7,9 @@ import hmac
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 
-from app.insights.report import insights_data
-from app.web import schemas
-from app.web.deps import SettingsDep, SnapshotDep, StateDep
+from app import answers
+from app.answers import dump
+from app.web.deps import ManualDep, SettingsDep
 from app.web.pages import render
 
 router = APIRouter()
@@ -25,28 +25,29 @@ def _require_token(request: Request, expected: str, *, query_allowed: bool) -> N
     if not given and query_allowed:
         given = request.query_params.get("token", "")
     if not given or not hmac.compare_digest(given.encode(), expected.encode()):
-        raise HTTPException(401, "this view needs the insights token (Authorization: Bearer <token>)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "this view needs the insights token (Authorization: Bearer <token>)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
-def _data(state, snapshot) -> dict:
-    with state.session() as session:
-        return insights_data(session=session, catalog=snapshot.catalog)
-
-
-@router.get("/api/v1/insights", response_model=schemas.InsightsOut, tags=["insights"],
-            responses={status: {"model": schemas.ErrorResponse} for status in (401, 404, 503)})
-def insights_api(request: Request, state: StateDep, snapshot: SnapshotDep, settings: SettingsDep) -> Response:
+@router.get(
+    "/api/v1/insights",
+    response_model=answers.InsightsOut,
+    tags=["insights"],
+    responses={status: {"model": answers.ErrorResponse} for status in (401, 404, 503)},
+)
+def insights_api(request: Request, manual: ManualDep, settings: SettingsDep) -> Response:
     """For maintainers: errors the manual missed, searches that found nothing or were not opened, matches
     users said were wrong, fixes that fail more than they work; each sorted by how many people it hit."""
     _require_token(request, settings.insights_token, query_allowed=False)
-    return JSONResponse(_data(state, snapshot), headers=PRIVATE)
+    return JSONResponse(dump(manual.insights()), headers=PRIVATE)
 
 
 @router.get("/insights", name="insights_page", include_in_schema=False)
-def insights_page(request: Request, state: StateDep, snapshot: SnapshotDep, settings: SettingsDep) -> Response:
+def insights_page(request: Request, manual: ManualDep, settings: SettingsDep) -> Response:
     _require_token(request, settings.insights_token, query_allowed=True)
-    response = render(request, "insights.html", {"data": _data(state, snapshot),
-                                                 "recording": settings.record_misses})
+    response = render(request, "insights.html", {"data": manual.insights(), "recording": settings.record_misses})
     response.headers.update(PRIVATE)
     return response

@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from app.web.schemas import MatchForm, MatchIn
+from app.answers import MatchForm, MatchIn
 
 MULTIPART = "multipart/form-data"
 FORM_FIELDS = ("image", "text", "limit")
@@ -64,7 +64,8 @@ def parse_form(header: str, body: bytes) -> dict[str, bytes]:
     """The named parts of a multipart body, in memory (an uploaded screenshot never touches the disk)."""
     try:
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + header.encode("latin-1") + b"\r\n\r\n" + body)
+            b"Content-Type: " + header.encode("latin-1") + b"\r\n\r\n" + body
+        )
         if not message.is_multipart():
             raise ValueError("no parts")
         parts = {}
@@ -74,8 +75,9 @@ def parse_form(header: str, body: bytes) -> dict[str, bytes]:
                 parts[name] = part.get_payload(decode=True) or b""
         return parts
     except (ValueError, TypeError, LookupError, UnicodeError, email.errors.MessageError):
-        raise HTTPException(422, "the multipart body cannot be read; send the screenshot as a file part named "
-                                 "`image`") from None
+        raise HTTPException(
+            422, "the multipart body cannot be read; send the screenshot as a file part named `image`"
+        ) from None
 
 
 def _from_form(parts: dict[str, bytes]) -> MatchInput:

@@ -64,11 +64,20 @@ class BodyLimitMiddleware:
 
     async def _too_large(self, send, limit: int):
         setting = "KB_MAX_IMAGE_BYTES" if limit == self.image_limit else "KB_MAX_PASTE_BYTES"
-        body = error_body("payload_too_large", f"the body exceeds {limit} bytes ({setting} plus {ENVELOPE_BYTES} for the envelope)")
-        await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]})
+        body = error_body(
+            "payload_too_large", f"the body exceeds {limit} bytes ({setting} plus {ENVELOPE_BYTES} for the envelope)"
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

@@ -14,21 +14,58 @@ import re
 from dataclasses import dataclass
 
 import re2
-
-from app.matcher.environment import is_version
+from packaging.version import InvalidVersion, Version
 
 VERSION = r"v?(\d+(?:\.\d+)+(?:[.-]?(?:post|dev|rc|a|b)\d*)*(?:\+[\w.]+)?)"
 NAME = r"[A-Za-z][A-Za-z0-9._-]{0,60}"
 ALIASES = {
-    "mcore": "megatron-core", "megatron": "megatron-core", "te": "transformer-engine", "fa": "flash-attn",
-    "flash-attention": "flash-attn", "transformer-engine-torch": "transformer-engine", "pytorch": "torch",
-    "flashinfer": "flashinfer-python", "qwen-vl-utils": "qwen-vl-utils", "cu": "",
+    "mcore": "megatron-core",
+    "megatron": "megatron-core",
+    "te": "transformer-engine",
+    "fa": "flash-attn",
+    "flash-attention": "flash-attn",
+    "transformer-engine-torch": "transformer-engine",
+    "pytorch": "torch",
+    "flashinfer": "flashinfer-python",
+    "qwen-vl-utils": "qwen-vl-utils",
+    "cu": "",
 }
 # Names a banner or prose line may carry a version for ("vLLM API server version 0.8.5", "verl version: 0.5.0").
-KNOWN = ("verl", "vllm", "megatron", "mcore", "sglang", "torch", "transformers", "ray", "flash-attn", "flash_attn", "megatron-core",
-         "megatron_core", "mbridge", "tensordict", "numpy", "triton", "deepspeed", "peft", "accelerate", "datasets",
-         "flashinfer", "xformers", "transformer-engine", "transformer_engine", "vllm-ascend", "torch-npu",
-         "torch_npu", "hydra-core", "trl", "liger-kernel", "qwen-vl-utils", "pydantic", "nvidia-nccl-cu12")
+KNOWN = (
+    "verl",
+    "vllm",
+    "megatron",
+    "mcore",
+    "sglang",
+    "torch",
+    "transformers",
+    "ray",
+    "flash-attn",
+    "flash_attn",
+    "megatron-core",
+    "megatron_core",
+    "mbridge",
+    "tensordict",
+    "numpy",
+    "triton",
+    "deepspeed",
+    "peft",
+    "accelerate",
+    "datasets",
+    "flashinfer",
+    "xformers",
+    "transformer-engine",
+    "transformer_engine",
+    "vllm-ascend",
+    "torch-npu",
+    "torch_npu",
+    "hydra-core",
+    "trl",
+    "liger-kernel",
+    "qwen-vl-utils",
+    "pydantic",
+    "nvidia-nccl-cu12",
+)
 KNOWN_NAMES = {re.sub(r"[-_.]+", "-", name) for name in KNOWN}
 LISTING_RE = re.compile(rf"^\s*({NAME})\s+{VERSION}(?:\s+\S+){{0,3}}\s*$")
 LISTING_HEADER_RE = re.compile(r"^\s*(?:Package|Name)\s+Version\b", re.I)
@@ -51,13 +88,16 @@ MORE_RE = re.compile(rf"^[`'\"]?\s*(?:,|and|or|->|→|to|/)\s*(?:v|version\s+|[<
 SHOW_LOOKAHEAD = 6  # lines between `Name:` and `Version:` (pip show prints Summary and Home-page between)
 DIST_INFO_RE = re.compile(rf"site-packages/({NAME}?)-{VERSION}(?:\.dist-info|\.egg-info|-py\d)")
 IMAGE_RE = re.compile(r"[\w./-]*verl[\w.-]*:[\w.+-]+|[\w./-]+:[\w.+-]*verl[\w.+-]*")
-IMAGE_PART_RE = re.compile(r"(?:^|[-_:])(verl|vllm|sglang|mcore|megatron|te|torch|th|fa|ray|transformers|flashinfer|vllm-ascend)"
-                           r"[-_]?v?(\d+(?:\.\d+)+(?:\.?post\d+)?)")
+IMAGE_PART_RE = re.compile(
+    r"(?:^|[-_:])(verl|vllm|sglang|mcore|megatron|te|torch|th|fa|ray|transformers|flashinfer|vllm-ascend)"
+    r"[-_]?v?(\d+(?:\.\d+)+(?:\.?post\d+)?)"
+)
 # A known name, then what people write between it and its version: `==`, `>=`, `: `, ` version `,
 # ` version to `, ` is <=`, ` (`, ` v`, ` to `; quotes and backticks around either side.
 KNOWN_RE = re.compile(
-    r"(?i)(?<![\w-])(" + "|".join(re.escape(name).replace(r"\-", "[-_]").replace("_", "[-_]") for name in KNOWN) +
-    r")[`'\"]?(?:\s*(?:==|>=|<=|~=|!=|<|>|:|=)\s*|\s+(?:versions?\s*(?:[:=]|to|is)?\s*)?|\s*\(\s*|\s+v"
+    r"(?i)(?<![\w-])("
+    + "|".join(re.escape(name).replace(r"\-", "[-_]").replace("_", "[-_]") for name in KNOWN)
+    + r")[`'\"]?(?:\s*(?:==|>=|<=|~=|!=|<|>|:|=)\s*|\s+(?:versions?\s*(?:[:=]|to|is)?\s*)?|\s*\(\s*|\s+v"
     r"|\s+(?:to|from)\s+v?|\s+is\s+(?:[<>=!~]=?\s*)?)[`'\"]?" + VERSION + END
 )
 IMAGE_ALIASES = {"th": "torch"}
@@ -76,8 +116,30 @@ CANDIDATE_RE = re2.compile(
 )
 MAX_LINE_CHARS = 2000
 MIN_LISTING_LINES = 3
-NOT_PACKAGES = {"step", "epoch", "loss", "iter", "version", "python", "cuda", "driver", "nvidia-smi", "gpu", "rank",
-                "line", "time", "reward", "score", "lr", "os", "kernel", "cudnn", "nccl", "gcc", "glibc"}
+NOT_PACKAGES = {
+    "step",
+    "epoch",
+    "loss",
+    "iter",
+    "version",
+    "python",
+    "cuda",
+    "driver",
+    "nvidia-smi",
+    "gpu",
+    "rank",
+    "line",
+    "time",
+    "reward",
+    "score",
+    "lr",
+    "os",
+    "kernel",
+    "cudnn",
+    "nccl",
+    "gcc",
+    "glibc",
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +148,14 @@ class FoundVersion:
     version: str
     line: int  # 1-based line of the paste
     text: str  # that line, trimmed
+
+
+def is_version(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def canonical(name: str) -> str:
@@ -157,10 +227,10 @@ def extract_versions(text: str) -> list[FoundVersion]:
                 add(match.group(2), match.group(1), index)
         for match in KNOWN_RE.finditer(line):
             add(match.group(1), match.group(2), index)
-            tail = line[match.end():]
+            tail = line[match.end() :]
             while (more := MORE_RE.match(tail)) is not None:  # "vllm 0.8.1, 0.8.3 and 0.6.3", "torch 2.8.0 to 2.7.0"
                 add(match.group(1), more.group(1), index)
-                tail = tail[more.end():]
+                tail = tail[more.end() :]
     return found
 
 

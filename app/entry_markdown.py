@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from app.entries import Entry, Fix
-from app.votes import FixStats
 from app.views import pick
+from app.votes import FixStats
 
 
 def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str, url: str) -> str:
     """Return the entry with its fixes, in vote order, as Markdown."""
     meta = entry.meta
     lines = [
-        f"# {meta.code}: {pick(meta.title, meta.title_zh, lang)}", "",
-        pick(meta.summary, meta.summary_zh, lang), "",
-        f"- Category: {meta.category}", f"- Exception: `{meta.exception}`", f"- URL: {url}",
+        f"# {meta.code}: {pick(meta.title, meta.title_zh, lang)}",
+        "",
+        pick(meta.summary, meta.summary_zh, lang),
+        "",
+        f"- Category: {meta.category}",
+        f"- Exception: `{meta.exception}`",
+        f"- URL: {url}",
     ]
     if meta.applies_to:
         lines.append(f"- Applies to: `{meta.applies_to}`")
@@ -27,8 +31,14 @@ def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str,
         dead = " (dead end: known not to work)" if fix.dead_end or stats.voted_dead_end else ""
         votes = f"worked for {stats.votes_up} of {stats.total} voters" if stats.total else "no votes yet"
         evidence = f"evidence: {fix.evidence}" + (f" ({fix.evidence_url})" if fix.evidence_url else "")
-        lines += [f"### {position}. {title}{dead}", "", f"_{votes}; {evidence}; fix id `{fix.id}`_", "",
-                  pick(fix.body, entry.fix_bodies_zh.get(fix.id, ""), lang).strip(), ""]
+        lines += [
+            f"### {position}. {title}{dead}",
+            "",
+            f"_{votes}; {evidence}; fix id `{fix.id}`_",
+            "",
+            pick(fix.body, entry.fix_bodies_zh.get(fix.id, ""), lang).strip(),
+            "",
+        ]
     if meta.sources:
         lines += ["## Sources", ""] + [f"- {source}" for source in meta.sources] + [""]
     return "\n".join(lines)
