@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import html
-import re
 import queue
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -21,7 +21,10 @@ from app.search.synonyms import Synonyms
 from app.search.understand import Concept, Piece, QueryReader
 
 FIELDS = ("head", "text")
-SNIPPET_FIELDS = {"en": ("error_text", "summary", "body", "fixes"), "zh": ("summary_zh", "body_zh", "error_text", "summary")}
+SNIPPET_FIELDS = {
+    "en": ("error_text", "summary", "body", "fixes"),
+    "zh": ("summary_zh", "body_zh", "error_text", "summary"),
+}
 MAX_QUERY_CHARS = 2000
 MAX_TERM_GROUPS = 64
 POOL_SIZE = 4  # searches at once; more would only queue on the GIL
@@ -91,8 +94,16 @@ class SearchService:
             finally:
                 self._searchers.put(searcher)
 
-    def search(self, text: str, *, category: str | None = None, lang: str = "en", limit: int = 10,
-               page: int = 1, cached: bool = True) -> SearchResult:
+    def search(
+        self,
+        text: str,
+        *,
+        category: str | None = None,
+        lang: str = "en",
+        limit: int = 10,
+        page: int = 1,
+        cached: bool = True,
+    ) -> SearchResult:
         """Return one page of hits with snippets and category counts; a query with typos is corrected."""
         key = (text, category, lang, limit, page)
         found = self._cache.get(key) if cached else None
@@ -126,7 +137,7 @@ class SearchService:
             only = q.Term("category", category) if category else None
             results = _top(searcher, parsed, page * limit, only)
             words = _highlight_words(corrected or text)
-            hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit:]]
+            hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit :]]
             if parts and not q.And([query for _, query in parts]).matcher(searcher).is_active():
                 dropped = _missing_at(searcher, parts, results[0].docnum)
         suggestions = corrected.split() if corrected else []
@@ -173,7 +184,9 @@ class SearchService:
         reader = searcher.reader()
         queries = [self._concept(reader, concept, literal) for concept in concepts]
         whole = _union(queries, scale=0.9) if len(queries) > 1 else queries[0]
-        return whole, [(concept.label, query) for concept, query in zip(concepts, queries) if concept.weight >= 1]
+        return whole, [
+            (concept.label, query) for concept, query in zip(concepts, queries, strict=True) if concept.weight >= 1
+        ]
 
     def _concept(self, reader, concept: Concept, literal: bool) -> q.Query:
         """Any of a concept's alternatives, those the index holds; a light word ('does', 'error') at its weight."""
@@ -210,13 +223,16 @@ class _EveryMatchScored(collectors.TopCollector):
 def _top(searcher, query, limit: int, only=None):
     """The best ``limit`` hits, every match scored."""
     collector = _EveryMatchScored(limit, usequality=False)
-    searcher.search_with_collector(query, collectors.FilterCollector(collector, only) if only is not None else collector)
+    searcher.search_with_collector(
+        query, collectors.FilterCollector(collector, only) if only is not None else collector
+    )
     return collector.results()
 
 
 def _possible(reader, pieces) -> bool:
     """Whether the index holds every piece of an alternative: a synonym group brings a dozen words, and
     building matchers for the ones no entry uses made every query pay for them."""
+
     def present(term: str) -> bool:
         return any(reader.doc_frequency(name, term) for name in FIELDS)
 
@@ -224,7 +240,9 @@ def _possible(reader, pieces) -> bool:
         if piece.kind == "chinese":
             if not all(present(gram) for gram in piece.tokens):
                 return False
-        elif not (any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())):
+        elif not (
+            any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())
+        ):
             return False
     return True
 
@@ -265,8 +283,15 @@ def _missing_at(searcher, parts, docnum: int) -> list[str]:
 def _hit(searcher, docnum: int, score: float, words: re.Pattern | None, lang: str) -> Hit:
     stored = searcher.stored_fields(docnum)
     title = stored["title_zh"] if lang == "zh" and stored.get("title_zh") else stored["title"]
-    return Hit(stored["code"], title, stored["category"], _snippet(stored, words, lang), round(score, 4),
-               stored.get("title_zh") or "", stored.get("summary_zh") or "")
+    return Hit(
+        stored["code"],
+        title,
+        stored["category"],
+        _snippet(stored, words, lang),
+        round(score, 4),
+        stored.get("title_zh") or "",
+        stored.get("summary_zh") or "",
+    )
 
 
 def _union(subqueries: list, scale: float | None = None, boost: float = 1.0) -> q.Or:
@@ -278,7 +303,9 @@ def _union(subqueries: list, scale: float | None = None, boost: float = 1.0) -> 
 
 
 def _highlight_words(text: str) -> re.Pattern | None:
-    words = sorted({word for word in WORD_RE.findall(text) if len(word) > 1 or CJK_RE.match(word)}, key=len, reverse=True)
+    words = sorted(
+        {word for word in WORD_RE.findall(text) if len(word) > 1 or CJK_RE.match(word)}, key=len, reverse=True
+    )
     if not words:
         return None
     return re.compile("|".join(re.escape(word) for word in words[:32]), re.IGNORECASE)
@@ -291,7 +318,7 @@ def _snippet(stored: dict, words: re.Pattern | None, lang: str) -> str:
         found = words.search(value) if words else None
         if found:
             start = max(0, found.start() - SNIPPET_CHARS // 3)
-            window = value[start:start + SNIPPET_CHARS]
+            window = value[start : start + SNIPPET_CHARS]
             marked = words.sub(lambda m: f"\0{m.group(0)}\1", window)
             escaped = html.escape(" ".join(marked.split())).replace("\0", "<mark>").replace("\1", "</mark>")
             return ("… " if start else "") + escaped + (" …" if start + SNIPPET_CHARS < len(value) else "")

@@ -102,16 +102,16 @@ class QueryReader:
         concepts, position = [], 0
         while position < len(groups):
             for width in range(min(self._longest, len(groups) - position), 0, -1):
-                window = groups[position:position + width]
+                window = groups[position : position + width]
                 group = self._phrases.get(tuple(tokens[0].text for tokens in window))
                 if group:
-                    label = text[window[0][0].start:window[-1][0].end]
+                    label = text[window[0][0].start : window[-1][0].end]
                     concepts.append(self._group_concept(label, group))
                     position += width
                     break
             else:
                 tokens = groups[position]
-                label = text[tokens[0].start:tokens[0].end]
+                label = text[tokens[0].start : tokens[0].end]
                 weight = LIGHT_WEIGHT if label.lower() in self._light else 1.0
                 concepts.append(Concept(label, ((_term(tokens),),), weight))
                 position += 1
@@ -148,4 +148,4 @@ def bigrams(text: str) -> tuple[str, ...]:
     """Overlapping character pairs, as the index holds Chinese text; one character is its own token."""
     if len(text) == 1:
         return (text,)
-    return tuple(dict.fromkeys(text[i:i + 2] for i in range(len(text) - 1)))
+    return tuple(dict.fromkeys(text[i : i + 2] for i in range(len(text) - 1)))
