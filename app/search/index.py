@@ -18,7 +18,7 @@ from app.search.analysis import analyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -34,10 +34,12 @@ def schema() -> Schema:
     return Schema(
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
-        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body
-        head=TEXT(analyzer=text, field_boost=3.0, phrase=False),
+        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body;
+        # with positions, for the phrases of the synonym groups ('out of memory') and Chinese words as bigrams
+        # in a row
+        head=TEXT(analyzer=text, field_boost=3.0),
         # bodies (English and Chinese), exception, signatures, examples, fixes
-        text=TEXT(analyzer=text, phrase=False),
+        text=TEXT(analyzer=text),
         title=STORED(),
         title_zh=STORED(),
         summary=STORED(),
