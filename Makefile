@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/kb serve
 
-## Set up, check the content against the pinned verl release, build the index, run every test.
+## Set up, lint and format-check the code (ruff), check the content against the pinned verl release, build the index,
+## run every test.
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/kb check
 	$(BIN)/kb index
 	$(BIN)/python -m pytest -q

@@ -75,3 +75,20 @@ def test_category_facets_and_pages(search):
     first, second = search.search("entry", limit=2, page=1), search.search("entry", limit=2, page=2)
     assert len(first.hits) == 2 and len(second.hits) == 1
     assert set(codes(first)) | set(codes(second)) == {"DIST-901", "ROLL-901", "TRAIN-901"}
+
+
+def test_the_index_analyzer_gives_the_query_analyzer_s_tokens_on_every_entry():
+    """The index reads entries with a one-pass analyzer for speed; queries use the composed chain. A word
+    tokenised differently on the two sides could never be found, so every entry's fields must agree."""
+    from app.entries import load_catalog_strict
+    from app.search.analysis import IndexAnalyzer, analyzer
+    from app.search.index import document
+    from app.settings import ROOT
+
+    composed, fused = analyzer(), IndexAnalyzer()
+    for entry in load_catalog_strict(ROOT / "content" / "errors"):
+        fields = document(entry)
+        for name in ("head", "text"):
+            expected = [(token.text, token.pos) for token in composed(fields[name], positions=True, mode="index")]
+            got = [(token.text, token.pos) for token in fused(fields[name], positions=True, mode="index")]
+            assert got == expected, (entry.code, name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from whoosh import query as q
 
 from app.checker import check_synonyms
 from app.ingest import ingest
@@ -54,11 +55,66 @@ def test_a_chinese_sentence_without_spaces_finds_its_symptom(search):
     assert result.total and {hit.code for hit in result.hits[:5]} & {"DIST-101", "DIST-003"}
 
 
+@pytest.mark.parametrize(
+    "query,code",
+    [
+        ("How to specify the available GPUs?", "CFG-005"),
+        ("Does the code support resume from checkpoint?", "CKPT-007"),
+        ("能否支持断点续训", "CKPT-007"),
+    ],
+)
+def test_a_question_finds_the_entry_whose_fix_answers_it(search, query, code):
+    # the question's frame ('how to', 'does ... support', 能否) is light: the subject decides
+    assert search.search(query).hits[0].code == code
+
+
+@pytest.mark.parametrize(
+    "query,code",
+    [
+        ("The asynchronous training hangs", "AGENT-008"),  # async / asynchronous / 异步 are one group
+        ("全异步训练卡住", "AGENT-008"),
+        ("convert fsdp checkpoint to Hugging Face", "CKPT-001"),  # hf / huggingface / hugging face
+    ],
+)
+def test_component_words_in_either_language_find_their_entry(search, query, code):
+    assert search.search(query).hits[0].code == code
+
+
+def test_a_synonym_phrase_matches_its_words_together(search, generation):
+    # 'out of memory' is a phrase of the GPU OOM group: entries that merely say 'out' and 'memory' apart
+    # (a timeout, memory settings) are no OOM entry
+    with generation.ix.searcher() as searcher:
+        loose = {
+            searcher.stored_fields(docnum)["code"]
+            for docnum in q.And([q.Term("text", "out"), q.Term("text", "memori")]).matcher(searcher).all_ids()
+        }
+    assert search.search("out of memory").total < len(loose)
+
+
+def test_the_first_page_is_the_best_of_every_match(search, generation):
+    # Whoosh's top-N collector pruned parts of boosted and phrase queries and lost right answers
+    cases = read_titles(TITLES / "dev.tsv") + read_titles(TITLES / "dev2.tsv")
+    with generation.ix.searcher() as searcher:
+        for case in cases:
+            whole, _ = search._build(searcher, case.title)
+            every = [hit["code"] for hit in searcher.search(whole, limit=None)][:5]
+            page = [hit.code for hit in search.search(case.title, limit=5, cached=False).hits]
+            # near-equal scores may swap places; a document of the best five must not go missing
+            assert every[0] in page and len(set(every) & set(page)) >= 4, (case.title, page, every)
+
+
 def test_when_no_entry_has_all_words_the_missing_ones_are_named(search):
     result = search.search("vllm rollout hangs qqqqzzzz")
     assert result.hits and result.hits[0].code in HANG_ENTRIES
     assert result.dropped == ["qqqqzzzz"]
     assert search.search("vllm rollout hangs").dropped == []
+
+
+def test_light_words_are_never_named_as_dropped(search):
+    # a question's frame is missing from most entries: naming it would put the note on every question
+    assert search.search("Does the code support resume from checkpoint?").dropped == []
+    # but a word of the user's own that nothing has is named, even beside a light word that matched
+    assert search.search("does qqqqzzzz").dropped == ["qqqqzzzz"]
 
 
 def test_the_page_names_dropped_words_and_offers_categories(client):
@@ -68,18 +124,25 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert "Nothing found" in empty and "/errors?category=DIST" in empty
     api = client.get("/api/v1/search", params={"q": "NCCL watchdog qqqqzzzz"}).json()
     assert api["dropped"] == ["qqqqzzzz"] and api["hits"][0]["code"] == "DIST-901"
+    # a question whose only found words are light: the closest entries, the user's own word named as dropped
+    question = client.get("/api/v1/search", params={"q": "how does qqqqzzzz work"}).json()
+    assert question["hits"] and question["dropped"] == ["qqqqzzzz"]
+    page = client.get("/search", params={"q": "how does qqqqzzzz work"}).text
+    assert "<del>qqqqzzzz</del>" in page and "/errors?category=DIST" in page
 
 
-def test_dev_titles_floor(search):
-    """Issue titles of the development part: a floor under today's figures (kb search-eval reports them)."""
-    result = figures(run(search, read_titles(TITLES / "dev.tsv")))
-    assert result["titles"] >= 50 and result["empty"] == 0
-    assert result["top5"] >= 0.85 and result["top1"] >= 0.70, result["misses"]
+@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.75, 0.92), ("dev2.tsv", 0.80, 0.96)])
+def test_dev_titles_floor(search, name, top1, top5):
+    """Issue titles of the development files: a floor one title under today's figures (dev 0.774 / 0.943,
+    dev2 0.833 / 1.000; kb search-eval reports them)."""
+    result = figures(run(search, read_titles(TITLES / name)))
+    assert result["titles"] >= 30 and result["empty"] == 0
+    assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
 
 
 def test_every_title_names_its_thread_and_existing_entries():
     codes = {path.stem for path in (ROOT / "content" / "errors").glob("*.md") if not path.name.endswith(".zh.md")}
-    for name in ("dev.tsv", "holdout.tsv"):
+    for name in ("dev.tsv", "dev2.tsv"):
         for row in (TITLES / name).read_text(encoding="utf-8").splitlines()[1:]:
             _, expect, lang, title, source, *_ = row.split("\t")
             assert source.startswith("https://github.com/") and title and lang in ("en", "zh")
@@ -90,11 +153,15 @@ def test_the_shipped_synonym_list_is_clean():
     assert check_synonyms(DEFAULT_PATH) == []
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("groups:\n  hang: [hang, stuck]\n  crash: [crash, stuck]\n", "'stuck' is in groups 'hang' and 'crash'"),
-    ("groups:\n  hang: [hang, crash]\ndistinct:\n  - [hang, crash]\n", "makes 'hang' and 'crash' equal"),
-    ("groups:\n  lonely: [hang]\n", "needs at least two different words"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("groups:\n  hang: [hang, stuck]\n  crash: [crash, stuck]\n", "'stuck' is in groups 'hang' and 'crash'"),
+        ("groups:\n  hang: [hang, crash]\ndistinct:\n  - [hang, crash]\n", "makes 'hang' and 'crash' equal"),
+        ("groups:\n  lonely: [hang]\n", "needs at least two different words"),
+        ("groups:\n  hang: [hang, stuck]\nlight: [stuck]\n", "'stuck' is light but its group 'hang' is not"),
+    ],
+)
 def test_kb_check_refuses_synonyms_that_make_unrelated_words_equal(tmp_path, text, reason):
     path = tmp_path / "synonyms.yaml"
     path.write_text(text, encoding="utf-8")

@@ -111,6 +111,60 @@ class KeepIdentifiersStemFilter(Filter):
             yield token
 
 
+class IndexAnalyzer(Tokenizer):
+    """``analyzer()``'s tokens at index time, in one pass: the same texts at the same positions.
+
+    The composed chain runs four generators per token; an index build passes every word of every entry
+    through it, and a third of a 1,000-entry build went there. Here what a raw word becomes (its parts,
+    lower-cased, stop words dropped, plain English words stemmed) is worked out once per distinct word and
+    cached. Queries keep the composed chain (they need stopped tokens and character offsets); a test checks
+    that both give the same tokens on every entry.
+    """
+
+    def __call__(
+        self,
+        value,
+        positions=False,
+        chars=False,
+        keeporiginal=False,
+        removestops=True,
+        start_pos=0,
+        start_char=0,
+        tokenize=True,
+        mode="",
+        **kwargs,
+    ):
+        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        position = start_pos
+        for match in TOKEN_RE.finditer(value):
+            raw = match.group(0)
+            if CJK_RE.match(raw):
+                for gram, offset in _bigrams(raw):
+                    for text in _indexed(gram, split=False):
+                        yield _emit(token, text, position, start_char + match.start() + offset, len(gram), chars)
+                    position += 1
+                continue
+            for text in _indexed(raw, split=True):
+                yield _emit(token, text, position, start_char + match.start(), len(raw), chars)
+            position += 1
+
+
+STOP_WORDS = frozenset(StopFilter().stops)
+_stem = StemFilter()._stem
+
+
+@lru_cache(maxsize=1 << 17)
+def _indexed(raw: str, *, split: bool) -> tuple[str, ...]:
+    """What one raw word becomes in the index: its parts, lower-cased, without stop words, English stemmed."""
+    texts = []
+    for part in _parts(raw) if split else (raw,):
+        text = part.lower()
+        if not text or text in STOP_WORDS:
+            continue
+        texts.append(_stem(text) if text.isalpha() and text.isascii() else text)
+    return tuple(texts)
+
+
 def analyzer():
     """The analyzer for every text field (queries go through the same one)."""
     return (

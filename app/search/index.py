@@ -10,15 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whoosh import index as whoosh_index
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, copy_to_ram
 
 from app.entries import Catalog, Entry
-from app.search.analysis import analyzer
+from app.search.analysis import IndexAnalyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "11"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -30,14 +31,16 @@ KEEP_BUILDS = 2
 
 def schema() -> Schema:
     """Two searched fields (a short head with a boost, the long text) and the stored values pages show."""
-    text = analyzer()
+    text = IndexAnalyzer()  # the tokens of analyzer(), which reads the queries, in one cached pass
     return Schema(
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
-        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body
-        head=TEXT(analyzer=text, field_boost=3.0, phrase=False),
+        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body;
+        # with positions, for the phrases of the synonym groups ('out of memory') and Chinese words as bigrams
+        # in a row
+        head=TEXT(analyzer=text, field_boost=3.0),
         # bodies (English and Chinese), exception, signatures, examples, fixes
-        text=TEXT(analyzer=text, phrase=False),
+        text=TEXT(analyzer=text),
         title=STORED(),
         title_zh=STORED(),
         summary=STORED(),
@@ -111,7 +114,7 @@ def build(catalog: Catalog, data_dir: Path, *, on_entry=None) -> Path:
     try:
         (target / WHOOSH_DIR).mkdir()
         ix = whoosh_index.create_in(str(target / WHOOSH_DIR), schema())
-        writer = ix.writer(limitmb=256)
+        writer = ix.writer(limitmb=256, codec=W3Codec(compression=0))
         for entry in catalog:
             writer.add_document(**document(entry))
             if on_entry:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import html
-import re
 import queue
+import re
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from whoosh import collectors
 from whoosh import query as q
 
 from app.lru import LRU
@@ -17,10 +18,13 @@ from app.search.analysis import CJK_RE, analyzer
 from app.search.index import Generation
 from app.search.spelling import Speller
 from app.search.synonyms import Synonyms
-from app.search.understand import Piece, QueryReader
+from app.search.understand import Concept, Piece, QueryReader
 
 FIELDS = ("head", "text")
-SNIPPET_FIELDS = {"en": ("error_text", "summary", "body", "fixes"), "zh": ("summary_zh", "body_zh", "error_text", "summary")}
+SNIPPET_FIELDS = {
+    "en": ("error_text", "summary", "body", "fixes"),
+    "zh": ("summary_zh", "body_zh", "error_text", "summary"),
+}
 MAX_QUERY_CHARS = 2000
 MAX_TERM_GROUPS = 64
 POOL_SIZE = 4  # searches at once; more would only queue on the GIL
@@ -28,6 +32,7 @@ CACHE_SIZE = 2048  # results kept per index generation (a few MB at most)
 CORRECT_MIN_LENGTH = 4
 LONG_WORD = 6  # two edits allowed from here on; shorter words get one (and a faster look-up)
 SNIPPET_CHARS = 220
+PHRASE_SLOP = 2  # a stop word dropped inside a phrase leaves a gap of one position
 WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:]*[A-Za-z0-9_]|[A-Za-z0-9]|[\u3400-\u9fff]+")
 
 
@@ -89,8 +94,16 @@ class SearchService:
             finally:
                 self._searchers.put(searcher)
 
-    def search(self, text: str, *, category: str | None = None, lang: str = "en", limit: int = 10,
-               page: int = 1, cached: bool = True) -> SearchResult:
+    def search(
+        self,
+        text: str,
+        *,
+        category: str | None = None,
+        lang: str = "en",
+        limit: int = 10,
+        page: int = 1,
+        cached: bool = True,
+    ) -> SearchResult:
         """Return one page of hits with snippets and category counts; a query with typos is corrected."""
         key = (text, category, lang, limit, page)
         found = self._cache.get(key) if cached else None
@@ -121,12 +134,11 @@ class SearchService:
         hits: list[Hit] = []
         dropped: list[str] = []
         if total:
-            # a top-N search lets Whoosh skip blocks that cannot reach the top; counting used no scores
             only = q.Term("category", category) if category else None
-            results = searcher.search(parsed, limit=page * limit, filter=only)
+            results = _top(searcher, parsed, page * limit, only)
             words = _highlight_words(corrected or text)
-            hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit:]]
-            if len(parts) > 1 and not q.And([query for _, query in parts]).matcher(searcher).is_active():
+            hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit :]]
+            if parts and not q.And([query for _, query in parts]).matcher(searcher).is_active():
                 dropped = _missing_at(searcher, parts, results[0].docnum)
         suggestions = corrected.split() if corrected else []
         return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total), dropped=dropped)
@@ -162,28 +174,65 @@ class SearchService:
         return " ".join(words) if changed else ""
 
     def _build(self, searcher, text: str, literal: bool = False):
-        """The whole query (any concept, more concepts scoring higher) and each concept's own query;
+        """The whole query (any concept, more concepts scoring higher) and the own query of each concept that
+        must be found for a hit to have all the user's words (not a light one: "does", "how to");
         ``literal``: a log's words as they are, no synonyms, repeats kept (the matcher's fallback)."""
         reader = self._literal_reader if literal else self._reader
         concepts = reader.read(text, unique=not literal)[:MAX_TERM_GROUPS]
         if not concepts:
             return None, []
         reader = searcher.reader()
-        parts = [(concept.label, _union([self._alternative(reader, pieces) for pieces in concept.alternatives
-                                         if _possible(reader, pieces)] or [q.NullQuery]))
-                 for concept in concepts]
-        whole = _union([query for _, query in parts], scale=0.9) if len(parts) > 1 else parts[0][1]
-        return whole, parts
+        queries = [self._concept(reader, concept, literal) for concept in concepts]
+        whole = _union(queries, scale=0.9) if len(queries) > 1 else queries[0]
+        return whole, [
+            (concept.label, query) for concept, query in zip(concepts, queries, strict=True) if concept.weight >= 1
+        ]
+
+    def _concept(self, reader, concept: Concept, literal: bool) -> q.Query:
+        """Any of a concept's alternatives, those the index holds; a light word ('does', 'error') at its weight."""
+        queries = [self._alternative(reader, pieces) for pieces in concept.alternatives if _possible(reader, pieces)]
+        if not queries:
+            return q.NullQuery
+        if len(queries) == 1 and concept.weight == 1.0:
+            return queries[0]
+        # normalised: Whoosh drops the boost of an Or that holds one query
+        return _union(queries, boost=1.0 if literal else concept.weight).normalize()
 
     @staticmethod
     def _alternative(reader, pieces) -> q.Query:
+        if len(pieces) > 1 and all(piece.kind == "term" and _indexed(reader, piece.tokens[0]) for piece in pieces):
+            # a phrase ('out of memory') means its words together, not each somewhere in a long body
+            words = [piece.tokens[0] for piece in pieces]
+            return _union([q.Phrase(name, words, slop=PHRASE_SLOP) for name in FIELDS])
         queries = [_piece(reader, piece) for piece in pieces]
         return queries[0] if len(queries) == 1 else q.And(queries)
+
+
+class _EveryMatchScored(collectors.TopCollector):
+    """Whoosh's top-N collector without its shortcut: once its heap is full it swaps parts of the query for
+    cheaper ones by their estimated best scores, and misjudges those for boosted, phrase and coordinated
+    queries (5 of the 83 development titles got a first page other than the full ranking's before light words
+    and phrases, 31 after, losing right answers). Without a threshold it only drops finished parts."""
+
+    def _collect(self, global_docnum, score):
+        found = super()._collect(global_docnum, score)
+        self.minscore = None
+        return found
+
+
+def _top(searcher, query, limit: int, only=None):
+    """The best ``limit`` hits, every match scored."""
+    collector = _EveryMatchScored(limit, usequality=False)
+    searcher.search_with_collector(
+        query, collectors.FilterCollector(collector, only) if only is not None else collector
+    )
+    return collector.results()
 
 
 def _possible(reader, pieces) -> bool:
     """Whether the index holds every piece of an alternative: a synonym group brings a dozen words, and
     building matchers for the ones no entry uses made every query pay for them."""
+
     def present(term: str) -> bool:
         return any(reader.doc_frequency(name, term) for name in FIELDS)
 
@@ -191,16 +240,24 @@ def _possible(reader, pieces) -> bool:
         if piece.kind == "chinese":
             if not all(present(gram) for gram in piece.tokens):
                 return False
-        elif not (any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())):
+        elif not (
+            any(present(token) for token in piece.tokens) or reader.doc_frequency("code", piece.tokens[0].upper())
+        ):
             return False
     return True
+
+
+def _indexed(reader, term: str) -> bool:
+    return any(reader.doc_frequency(name, term) for name in FIELDS)
 
 
 def _piece(reader, piece: Piece) -> q.Query:
     """One word in either searched field; an identifier the manual never writes whole, by its parts."""
     if piece.kind == "chinese":
-        # every bigram of a known Chinese word: a dictionary-free word match
-        return _union([q.And([q.Term(name, gram) for gram in piece.tokens]) for name in FIELDS])
+        # the bigrams of a known Chinese word in a row: a dictionary-free word match
+        if len(piece.tokens) == 1:
+            return _union([q.Term(name, piece.tokens[0]) for name in FIELDS])
+        return _union([q.Phrase(name, list(piece.tokens)) for name in FIELDS])
     if piece.kind == "chinese_any":
         return _union([q.Term(name, gram) for name in FIELDS for gram in piece.tokens])
     whole, parts = piece.tokens[0], piece.tokens[1:]
@@ -226,20 +283,29 @@ def _missing_at(searcher, parts, docnum: int) -> list[str]:
 def _hit(searcher, docnum: int, score: float, words: re.Pattern | None, lang: str) -> Hit:
     stored = searcher.stored_fields(docnum)
     title = stored["title_zh"] if lang == "zh" and stored.get("title_zh") else stored["title"]
-    return Hit(stored["code"], title, stored["category"], _snippet(stored, words, lang), round(score, 4),
-               stored.get("title_zh") or "", stored.get("summary_zh") or "")
+    return Hit(
+        stored["code"],
+        title,
+        stored["category"],
+        _snippet(stored, words, lang),
+        round(score, 4),
+        stored.get("title_zh") or "",
+        stored.get("summary_zh") or "",
+    )
 
 
-def _union(subqueries: list, scale: float | None = None) -> q.Or:
+def _union(subqueries: list, scale: float | None = None, boost: float = 1.0) -> q.Or:
     """An Or that merges postings as it goes: Whoosh's automatic choice pre-loads an array as long as the
     whole index for every small Or, which made small queries cost as much as big ones."""
-    union = q.Or(subqueries, scale=scale)
+    union = q.Or(subqueries, scale=scale, boost=boost)
     union.matcher_type = q.Or.DEFAULT_MATCHER
     return union
 
 
 def _highlight_words(text: str) -> re.Pattern | None:
-    words = sorted({word for word in WORD_RE.findall(text) if len(word) > 1 or CJK_RE.match(word)}, key=len, reverse=True)
+    words = sorted(
+        {word for word in WORD_RE.findall(text) if len(word) > 1 or CJK_RE.match(word)}, key=len, reverse=True
+    )
     if not words:
         return None
     return re.compile("|".join(re.escape(word) for word in words[:32]), re.IGNORECASE)
@@ -252,7 +318,7 @@ def _snippet(stored: dict, words: re.Pattern | None, lang: str) -> str:
         found = words.search(value) if words else None
         if found:
             start = max(0, found.start() - SNIPPET_CHARS // 3)
-            window = value[start:start + SNIPPET_CHARS]
+            window = value[start : start + SNIPPET_CHARS]
             marked = words.sub(lambda m: f"\0{m.group(0)}\1", window)
             escaped = html.escape(" ".join(marked.split())).replace("\0", "<mark>").replace("\1", "</mark>")
             return ("… " if start else "") + escaped + (" …" if start + SNIPPET_CHARS < len(value) else "")

@@ -3,6 +3,8 @@
 Groups live in `synonyms.yaml` beside this module: `groups` maps a group name to its words and phrases,
 `distinct` lists pairs of words that must never end up in one group (a hang is not a crash, host RAM is not
 GPU memory). A word in two groups would make every word of both equal, so `kb check` refuses that too.
+`light` lists words and groups that say little about which failure is meant (question words, 'error'):
+they count at a fraction of a plain word.
 """
 
 from __future__ import annotations
@@ -22,11 +24,16 @@ class Synonyms:
     """Group name -> its words; the reverse index finds a word's group."""
 
     groups: dict[str, tuple[str, ...]]
+    # groups and words that say little about which failure is meant ('error', 'how to', 'does')
+    light: frozenset[str] = frozenset()
 
     @classmethod
     def load(cls, path: Path = DEFAULT_PATH) -> Synonyms:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return cls({name: tuple(_normal(word) for word in words) for name, words in (data.get("groups") or {}).items()})
+        return cls(
+            {name: tuple(_normal(word) for word in words) for name, words in (data.get("groups") or {}).items()},
+            frozenset(_normal(word) for word in data.get("light") or []),
+        )
 
     def chinese_words(self) -> list[tuple[str, str]]:
         """(word, group) for every Chinese word, longest first, for spotting inside a run of characters."""
@@ -62,8 +69,13 @@ def problems(path: Path = DEFAULT_PATH) -> list[tuple[int, str]]:
             if len(normal) < 2:
                 found.append((_line_of(text, f"{name}:"), f"group {name!r}: {word!r} is too short to be a word"))
             elif owner.get(normal, name) != name:
-                found.append((_line_of(text, f"{name}:"), f"{word!r} is in groups {owner[normal]!r} and {name!r}: "
-                               "that would make every word of both equal"))
+                found.append(
+                    (
+                        _line_of(text, f"{name}:"),
+                        f"{word!r} is in groups {owner[normal]!r} and {name!r}: "
+                        "that would make every word of both equal",
+                    )
+                )
             owner.setdefault(normal, name)
     for pair in data.get("distinct") or []:
         if not isinstance(pair, list) or len(pair) != 2:
@@ -71,9 +83,30 @@ def problems(path: Path = DEFAULT_PATH) -> list[tuple[int, str]]:
             continue
         first, second = (_normal(word) for word in pair)
         if first in owner and owner[first] == owner.get(second):
-            found.append((_line_of(text, f"{owner[first]}:"), f"group {owner[first]!r} makes {pair[0]!r} and "
-                          f"{pair[1]!r} equal, which the distinct list keeps apart"))
-    return found
+            found.append(
+                (
+                    _line_of(text, f"{owner[first]}:"),
+                    f"group {owner[first]!r} makes {pair[0]!r} and "
+                    f"{pair[1]!r} equal, which the distinct list keeps apart",
+                )
+            )
+    return found + _light_problems(text, data.get("light") or [], owner)
+
+
+def _light_problems(text: str, light, owner: dict[str, str]) -> list[tuple[int, str]]:
+    """A light word inside a group that is not light would weigh fully: its group decides its weight."""
+    if not isinstance(light, list):
+        return [(_line_of(text, "light:"), "light must be a list of words and group names")]
+    names = {_normal(word) for word in light}
+    return [
+        (
+            _line_of(text, "light:"),
+            f"{word!r} is light but its group {owner[_normal(word)]!r} is not: "
+            "make the whole group light or take the word out of it",
+        )
+        for word in light
+        if owner.get(_normal(word), _normal(word)) not in names
+    ]
 
 
 def _line_of(text: str, needle: str) -> int:

@@ -28,6 +28,11 @@ class Piece:
 class Concept:
     label: str  # the user's own words, to say which were left out
     alternatives: tuple[tuple[Piece, ...], ...]
+    # a question's frame ('does', 'how to', '能否') or 'error' says little about which failure is meant
+    weight: float = 1.0
+
+
+LIGHT_WEIGHT = 0.3
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,11 @@ class QueryReader:
                 self._phrases.setdefault(key, group)
         self._longest = max((len(key) for key in self._phrases), default=1)
         self._alternatives = {name: self._group_alternatives(words) for name, words in synonyms.groups.items()}
+        self._light = synonyms.light
+        for word in synonyms.light:
+            if CJK_RE.match(word):
+                self._chinese.append((word, ""))
+        self._chinese.sort(key=lambda pair: -len(pair[0]))
 
     def read(self, text: str, unique: bool = True) -> list[Concept]:
         """The concepts of a query in the order the user wrote them, each once unless ``unique`` is off
@@ -75,7 +85,8 @@ class QueryReader:
                 continue
             concepts.append(self._stretch(rest))
             rest = ""
-            concepts.append(Concept(found[0], self._alternatives[found[1]]))
+            if found[1]:
+                concepts.append(self._group_concept(found[0], found[1]))
             position += len(found[0])
         concepts.append(self._stretch(rest))
         return [concept for concept in concepts if concept is not None]
@@ -91,18 +102,24 @@ class QueryReader:
         concepts, position = [], 0
         while position < len(groups):
             for width in range(min(self._longest, len(groups) - position), 0, -1):
-                window = groups[position:position + width]
+                window = groups[position : position + width]
                 group = self._phrases.get(tuple(tokens[0].text for tokens in window))
                 if group:
-                    label = text[window[0][0].start:window[-1][0].end]
-                    concepts.append(Concept(label, self._alternatives[group]))
+                    label = text[window[0][0].start : window[-1][0].end]
+                    concepts.append(self._group_concept(label, group))
                     position += width
                     break
             else:
                 tokens = groups[position]
-                concepts.append(Concept(text[tokens[0].start:tokens[0].end], ((_term(tokens),),)))
+                label = text[tokens[0].start : tokens[0].end]
+                weight = LIGHT_WEIGHT if label.lower() in self._light else 1.0
+                concepts.append(Concept(label, ((_term(tokens),),), weight))
                 position += 1
         return concepts
+
+    def _group_concept(self, label: str, group: str) -> Concept:
+        weight = LIGHT_WEIGHT if group in self._light else 1.0
+        return Concept(label, self._alternatives[group], weight)
 
     def _group_alternatives(self, words: tuple[str, ...]) -> tuple[tuple[Piece, ...], ...]:
         alternatives: dict[tuple[Piece, ...], None] = {}
@@ -131,4 +148,4 @@ def bigrams(text: str) -> tuple[str, ...]:
     """Overlapping character pairs, as the index holds Chinese text; one character is its own token."""
     if len(text) == 1:
         return (text,)
-    return tuple(dict.fromkeys(text[i:i + 2] for i in range(len(text) - 1)))
+    return tuple(dict.fromkeys(text[i : i + 2] for i in range(len(text) - 1)))
