@@ -159,8 +159,17 @@ def clean_text(text: str) -> str:
     if "```" in text or "~~~" in text:
         text = FENCE_RE.sub("", text)
     if "`" in text:
-        text = INLINE_CODE_EDGE_RE.sub(r"\1", text)
+        text = _strip_inline_code_edges(text)
     return text
+
+
+def _strip_inline_code_edges(text: str) -> str:
+    """INLINE_CODE_EDGE_RE line by line, on the lines that hold a backtick only.
+
+    The pattern never spans a newline, so this is the same as one pass over the text; but that pass tries its
+    lookbehind alternative at every character, 20-30 ms on a 1 MiB log that has a handful of backticks.
+    """
+    return "\n".join(INLINE_CODE_EDGE_RE.sub(r"\1", line) if "`" in line else line for line in text.split("\n"))
 
 
 def strip_prefixes(text: str) -> str:
