@@ -273,6 +273,8 @@ class Manual:
             category=entry.category,
             snippet=html.escape(summary),
             score=score,
+            title_zh=entry.meta.title_zh,
+            summary_zh=entry.meta.summary_zh,
         )
 
     def opened(self, query: str) -> None:
