@@ -161,7 +161,10 @@ class Manual:
         try:
             if self.resources.vote_counts is not None:
                 counts = self.resources.vote_counts.get(self._all_fix_stats)
-                return counts if codes is None else {key: stat for key, stat in counts.items() if key[0] in codes}
+                if codes is None:
+                    return counts
+                wanted = set(codes)
+                return {key: stat for key, stat in counts.items() if key[0] in wanted}
             with self.session() as session:
                 return fix_stats(session=session, codes=codes)
         except SQLAlchemyError:
@@ -252,7 +255,7 @@ class Manual:
             return result
         codes = [
             match.code
-            for match in self.matcher.diagnose(query, 3).matches
+            for match in self.matcher.diagnose(query, 3, suggest=False).matches
             if match.confidence in CONFIDENT and (category is None or self.catalog.get(match.code).category == category)
         ]
         if not codes:

@@ -87,8 +87,9 @@ class Matcher:
         self.signatures = SignatureSet(catalog)
         self.fulltext = fulltext
 
-    def diagnose(self, text: str | bytes, limit: int = 5) -> Diagnosis:
-        """Return ranked matches for a paste, root cause first."""
+    def diagnose(self, text: str | bytes, limit: int = 5, *, suggest: bool = True) -> Diagnosis:
+        """Return ranked matches for a paste, root cause first; with ``suggest``, full-text suggestions when no
+        match is confident (a caller that wants only what the signatures say skips that search)."""
         started = time.perf_counter()
         paste = normalise(text)
         found = self.signatures.hits(paste.searchable)
@@ -97,7 +98,7 @@ class Matcher:
         hits = self._locate(paste, blocks, found)
         explained = {hit.block for hit in hits if hit.block is not None}
         matches = self._rank(hits, blocks, paste, environment, explained)
-        if not any(match.confidence in CONFIDENT for match in matches):
+        if suggest and not any(match.confidence in CONFIDENT for match in matches):
             matches += self._suggestions(blocks, paste, {match.code for match in matches}, limit)
         return Diagnosis(matches[:limit], blocks, environment, (time.perf_counter() - started) * 1000, paste, explained)
 
