@@ -102,18 +102,23 @@ def _emit(token: Token, text: str, position: int, start: int, length: int, chars
     return token
 
 
+STOP_WORDS = frozenset(StopFilter().stops)  # Whoosh's English list, for the chain and the index analyzer alike
+_stem = StemFilter()._stem
+
+
+def stemmed(text: str) -> str:
+    """Plain English words stemmed, never identifiers (`batch_size` must stay itself) nor Chinese."""
+    return _stem(text) if text.isalpha() and text.isascii() else text
+
+
 class KeepIdentifiersStemFilter(Filter):
-    """Stem plain English words but never identifiers (`batch_size` must stay itself)."""
+    """``stemmed`` over a token stream."""
 
     is_morph = True  # skipped when Whoosh builds the spelling word graph, which must hold real words
 
-    def __init__(self):
-        self.stemmer = StemFilter()
-
     def __call__(self, tokens):
         for token in tokens:
-            if token.text.isalpha() and token.text.isascii():
-                token.text = self.stemmer._stem(token.text)
+            token.text = stemmed(token.text)
             yield token
 
 
@@ -132,10 +137,6 @@ class IndexAnalyzer(CodeAwareTokenizer):
         return _indexed(raw, split=split)
 
 
-STOP_WORDS = frozenset(StopFilter().stops)
-_stem = StemFilter()._stem
-
-
 @lru_cache(maxsize=1 << 17)
 def _indexed(raw: str, *, split: bool) -> tuple[str, ...]:
     """What one raw word becomes in the index: its parts, lower-cased, without stop words, English stemmed."""
@@ -144,12 +145,15 @@ def _indexed(raw: str, *, split: bool) -> tuple[str, ...]:
         text = part.lower()
         if not text or text in STOP_WORDS:
             continue
-        texts.append(_stem(text) if text.isalpha() and text.isascii() else text)
+        texts.append(stemmed(text))
     return tuple(texts)
 
 
 def analyzer():
-    """The analyzer for every text field (queries go through the same one)."""
+    """The analyzer queries go through; the index takes the same tokens from ``IndexAnalyzer``."""
     return (
-        CodeAwareTokenizer() | LowercaseFilter() | StopFilter(minsize=1, renumber=False) | KeepIdentifiersStemFilter()
+        CodeAwareTokenizer()
+        | LowercaseFilter()
+        | StopFilter(stoplist=STOP_WORDS, minsize=1, renumber=False)
+        | KeepIdentifiersStemFilter()
     )
