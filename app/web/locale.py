@@ -8,6 +8,7 @@ else the best of the browser's `Accept-Language`, else English. Catalogs live in
 from __future__ import annotations
 
 import gettext
+import re
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.entries import CATEGORY_NAMES
-from app.search.analysis import ANY_CJK_RE, has_cjk
+from app.search.analysis import CJK, has_cjk
 
 LANGS = ("en", "zh")
 HTML_LANGS = {"en": "en", "zh": "zh-CN"}
@@ -24,6 +25,9 @@ DEFAULT_LANG = "en"
 LANG_COOKIE = "kb_lang"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 PASTE_CJK_SHARE = 0.3  # of the letters: Chinese prose, not a Chinese path inside an English traceback
+# what is left after deleting everything else, counted at C speed (a 1 MiB paste in a Python loop: 36 ms)
+NOT_CJK_RE = re.compile(rf"[^{CJK}]+")
+NOT_LATIN_RE = re.compile(r"[^A-Za-z]+")
 GETTEXT_LOCALES = {"zh": "zh_CN"}  # English is the source language: its strings need no catalog
 
 
@@ -78,8 +82,8 @@ def paste_lang(text: str, lang: str) -> str:
     A Chinese path, a progress bar or one Chinese sentence above a long traceback leaves the UI's language;
     a paste that is mostly Chinese prose ("rollout 的时候显存不够") switches to Chinese.
     """
-    cjk = len(ANY_CJK_RE.findall(text))
-    latin = sum(char.isascii() and char.isalpha() for char in text)
+    cjk = len(NOT_CJK_RE.sub("", text))
+    latin = len(NOT_LATIN_RE.sub("", text))
     return "zh" if cjk and cjk >= PASTE_CJK_SHARE * (cjk + latin) else lang
 
 
