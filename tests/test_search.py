@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from app.entries import load_catalog_strict
 from app.ingest import ingest
-from app.search.index import open_generation
+from app.search.index import build, open_generation
 from app.search.query import SearchService
 
 
@@ -92,3 +93,23 @@ def test_the_index_analyzer_gives_the_query_analyzer_s_tokens_on_every_entry():
             expected = [(token.text, token.pos) for token in composed(fields[name], positions=True, mode="index")]
             got = [(token.text, token.pos) for token in fused(fields[name], positions=True, mode="index")]
             assert got == expected, (entry.code, name)
+
+
+def test_of_two_entries_that_fit_the_words_equally_the_one_more_threads_report_ranks_first(settings, content_dir):
+    # a twin of TRAIN-901 with the same text, cited by four threads instead of one
+    for suffix in (".md", ".zh.md"):
+        text = (content_dir / f"TRAIN-901{suffix}").read_text(encoding="utf-8").replace("TRAIN-901", "TRAIN-902")
+        (content_dir / f"TRAIN-902{suffix}").write_text(text, encoding="utf-8")
+    twin = content_dir / "TRAIN-902.md"
+    threads = ", ".join(f"'https://github.com/verl-project/verl/issues/{n}'" for n in (1, 2, 3, 4))
+    twin.write_text(
+        twin.read_text(encoding="utf-8").replace(
+            "sources: ['https://github.com/verl-project/verl/issues/1']", f"sources: [{threads}]"
+        ),
+        encoding="utf-8",
+    )
+    # indexed directly: ingest would rightly refuse twins whose examples match both
+    build(load_catalog_strict(content_dir), settings.data_dir)
+    search = SearchService(open_generation(settings.data_dir))
+    for query in ("actor update out of memory", "显存不足"):
+        assert codes(search.search(query))[:2] == ["TRAIN-902", "TRAIN-901"], query

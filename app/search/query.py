@@ -76,8 +76,10 @@ class SearchService:
         self._searchers: queue.LifoQueue = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(POOL_SIZE)
         with self.ix.searcher() as searcher:
-            # docnum -> category, read once: facet counts then need no stored-field reads per query
-            self._categories = [searcher.stored_fields(n)["category"] for n in range(searcher.doc_count_all())]
+            # docnum -> category and prevalence, read once: facet counts and ranking then need no stored-field reads
+            stored = [searcher.stored_fields(n) for n in range(searcher.doc_count_all())]
+        self._categories = [fields["category"] for fields in stored]
+        self._prevalence = [fields["prevalence"] for fields in stored]
         # one cache per index generation: a swapped-in index comes with a new, empty cache
         self._cache: LRU[SearchResult] = LRU(cache_size)
 
@@ -135,7 +137,7 @@ class SearchService:
         dropped: list[str] = []
         if total:
             only = q.Term("category", category) if category else None
-            results = _top(searcher, parsed, page * limit, only)
+            results = _top(searcher, parsed, page * limit, only, self._prevalence)
             words = _highlight_words(corrected or text)
             hits = [_hit(searcher, hit.docnum, float(hit.score), words, lang) for hit in results[(page - 1) * limit :]]
             if parts and not q.And([query for _, query in parts]).matcher(searcher).is_active():
@@ -212,17 +214,22 @@ class _EveryMatchScored(collectors.TopCollector):
     """Whoosh's top-N collector without its shortcut: once its heap is full it swaps parts of the query for
     cheaper ones by their estimated best scores, and misjudges those for boosted, phrase and coordinated
     queries (5 of the 83 development titles got a first page other than the full ranking's before light words
-    and phrases, 31 after, losing right answers). Without a threshold it only drops finished parts."""
+    and phrases, 31 after, losing right answers). Without a threshold it only drops finished parts.
+    Each score is weighed by the entry's prevalence (``index.prevalence``)."""
+
+    def __init__(self, limit: int, prevalence: list[float]):
+        super().__init__(limit, usequality=False)
+        self._prevalence = prevalence
 
     def _collect(self, global_docnum, score):
-        found = super()._collect(global_docnum, score)
+        found = super()._collect(global_docnum, score * self._prevalence[global_docnum])
         self.minscore = None
         return found
 
 
-def _top(searcher, query, limit: int, only=None):
+def _top(searcher, query, limit: int, only, prevalence: list[float]):
     """The best ``limit`` hits, every match scored."""
-    collector = _EveryMatchScored(limit, usequality=False)
+    collector = _EveryMatchScored(limit, prevalence)
     searcher.search_with_collector(
         query, collectors.FilterCollector(collector, only) if only is not None else collector
     )
