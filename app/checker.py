@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from app.alias_check import check_aliases
 from app.entries import Catalog, Entry, Problem, load_catalog
 from app.entries.frontmatter import split
 from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
@@ -54,6 +55,7 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         problems += _check_set_headroom(catalog)
     if not any(p.message.startswith("signatures.") for p in problems):
         problems += _check_examples(catalog)
+    problems += check_aliases(catalog)
     problems += check_synonyms(synonyms.DEFAULT_PATH)
     return catalog, sorted(set(problems))
 
