@@ -290,7 +290,7 @@ def search_eval(
     if manual.index is None:
         err.print(f"kb search-eval: {manual.notice}", markup=False)
         raise typer.Exit(2)
-    result = figures(run(manual.index, cases))
+    result = figures(run(manual.search, cases))
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return

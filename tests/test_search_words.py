@@ -137,7 +137,7 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
 def test_dev_titles_floor(search, name, top1, top5):
     """Issue titles of the development files: a floor one title under today's figures (dev 0.774 / 0.943,
     dev2 0.833 / 1.000; kb search-eval reports them)."""
-    result = figures(run(search, read_titles(TITLES / name)))
+    result = figures(run(search.search, read_titles(TITLES / name)))
     assert result["titles"] >= 30 and result["empty"] == 0
     assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
 

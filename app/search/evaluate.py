@@ -7,10 +7,10 @@ codes, space-separated: any of them is a right answer), `lang` and `title`.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from app.search.query import SearchService
+from typing import Any
 
 TOP = 5
 
@@ -47,13 +47,13 @@ def read_titles(path: Path) -> list[TitleCase]:
     return cases
 
 
-def run(service: SearchService, cases: list[TitleCase]) -> list[TitleResult]:
-    """Search every title as a user would (their language, first page) and keep the top codes."""
+def run(search: Callable[..., Any], cases: list[TitleCase]) -> list[TitleResult]:
+    """Search every title as a user would (their language, first page) and keep the top codes.
+
+    ``search`` is what a front door calls (``Manual.search``, whose error-line queries lead with the entry a
+    signature names) or the bare index's ``SearchService.search``."""
     return [
-        TitleResult(
-            case, [hit.code for hit in service.search(case.title, lang=case.lang, limit=TOP, cached=False).hits]
-        )
-        for case in cases
+        TitleResult(case, [hit.code for hit in search(case.title, lang=case.lang, limit=TOP).hits]) for case in cases
     ]
 
 
