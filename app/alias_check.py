@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 from app.entries import Catalog, Entry, Problem
 from app.search.analysis import analyzer
+from app.search.index import described
 
 # a word in the titles, summaries, tags or aliases of more than this share of the entries says little
 COMMON_SHARE = 0.15
@@ -21,7 +22,7 @@ MAX_ENTRIES_PER_ALIAS = 2
 def check_aliases(catalog: Catalog) -> list[Problem]:
     """Every alias needs one word that few entries use, and no alias may be declared by more than two."""
     tokenize = analyzer()
-    heads = {entry.code: set(_tokens(tokenize, _head(entry))) for entry in catalog}
+    heads = {entry.code: set(_tokens(tokenize, described(entry))) for entry in catalog}
     frequency = Counter(token for tokens in heads.values() for token in tokens)
     common = {token for token, count in frequency.items() if count > max(COMMON_SHARE * len(catalog), COMMON_AT_LEAST)}
     declared: dict[str, list[tuple[Entry, int]]] = defaultdict(list)
@@ -52,11 +53,6 @@ def check_aliases(catalog: Catalog) -> list[Problem]:
                     )
                 )
     return problems
-
-
-def _head(entry: Entry) -> str:
-    meta = entry.meta
-    return "\n".join([meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags), *meta.aliases])
 
 
 def _tokens(tokenize, text: str) -> list[str]:

@@ -67,15 +67,19 @@ def prevalence(entry: Entry) -> float:
     return 1.0 + PREVALENCE_PER_DOUBLING * math.log2(1 + len(entry.meta.sources))
 
 
+def described(entry: Entry) -> str:
+    """What an entry says it is about (titles, summaries, tags, aliases): the head field, less the code."""
+    meta = entry.meta
+    return "\n".join([meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags), *meta.aliases])
+
+
 def document(entry: Entry) -> dict:
     """Return the Whoosh document of one entry."""
     meta = entry.meta
     fixes = "\n".join(f"{fix.title}\n{fix.body}" for fix in meta.fixes)
     fixes_zh = "\n".join([fix.title_zh for fix in meta.fixes] + list(entry.fix_bodies_zh.values()))
     error_text = "\n".join([meta.exception, *meta.examples])
-    head = "\n".join(
-        [meta.code, meta.title, meta.title_zh, meta.summary, meta.summary_zh, " ".join(meta.tags), *meta.aliases]
-    )
+    head = "\n".join([meta.code, described(entry)])
     return {
         "code": meta.code,
         "category": meta.category,
