@@ -63,6 +63,11 @@ class LinkOut(Answer):
     url: str
 
 
+class SourceOut(Answer):
+    url: str
+    title: str | None = Field(description="The thread's title as its reporter wrote it, when the manual has it.")
+
+
 class ErrorSummary(Answer):
     code: str = Field(examples=["ROLL-001"])
     title: str
@@ -115,6 +120,7 @@ class ErrorOut(ErrorSummary):
     hardware: list[str] = Field(description="Accelerators it occurs on (nvidia, ascend, amd); empty: any.")
     models: list[str] = Field(description="Model families it is specific to; empty: any.")
     sources: list[str]
+    source_links: list[SourceOut] = Field(description="`sources` in the same order, each with its thread's title.")
     _cache_key: tuple = PrivateAttr(default=())
 
     @property

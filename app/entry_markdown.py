@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.entries import Entry, Fix
+from app.entries.threads import thread_key
 from app.views import pick
 from app.votes import FixStats
 
@@ -40,5 +41,12 @@ def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str,
             "",
         ]
     if meta.sources:
-        lines += ["## Sources", ""] + [f"- {source}" for source in meta.sources] + [""]
+        titles = {thread.url: thread.title for thread in entry.threads}
+        lines += ["## Sources", ""]
+        for source in meta.sources:
+            title = titles.get(thread_key(source))
+            # "[Bug] ..." titles: brackets escaped so the link text stays one link
+            text = title.replace("[", "\\[").replace("]", "\\]") if title else None
+            lines.append(f"- [{text}]({source})" if text else f"- {source}")
+        lines.append("")
     return "\n".join(lines)

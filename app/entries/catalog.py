@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app.entries.frontmatter import Document
 from app.entries.model import CATEGORIES, EntryMeta, Fix
+from app.entries.threads import Thread
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Entry:
     fix_bodies_zh: dict[str, str] = field(default_factory=dict)
     raw: str = field(default="", repr=False, compare=False)
     raw_zh: str = field(default="", repr=False, compare=False)  # the whole <CODE>.zh.md, front matter included
+    threads: tuple[Thread, ...] = ()  # the cited threads whose titles are known, in `sources` order
 
     @property
     def code(self) -> str:
@@ -46,7 +48,8 @@ class Entry:
 
     @property
     def content_hash(self) -> str:
-        return hashlib.sha256((self.raw + "\0" + self.raw_zh).encode()).hexdigest()
+        titles = "\n".join(thread.title for thread in self.threads)
+        return hashlib.sha256((self.raw + "\0" + self.raw_zh + "\0" + titles).encode()).hexdigest()
 
     @property
     def zh_path(self) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from app.entries.catalog import Catalog, Entry
 from app.entries.frontmatter import Document, FrontMatterError, split
 from app.entries.model import EntryMeta
+from app.entries.threads import THREADS_FILE, Thread, read_threads, thread_key
 
 ZH_SUFFIX = ".zh.md"
 ZH_KEYS = {"fix_bodies"}
@@ -51,7 +52,22 @@ def load_catalog(content_dir: Path) -> tuple[Catalog, list[Problem]]:
     for path in texts:
         if path.name.endswith(ZH_SUFFIX) and path.with_name(path.name[: -len(ZH_SUFFIX)] + ".md") not in texts:
             problems.append(Problem(str(path), 1, "Chinese body without an English entry of the same code"))
-    return Catalog(entries), problems
+    return Catalog(_with_threads(entries, content_dir / THREADS_FILE, problems)), problems
+
+
+def _with_threads(entries: list[Entry], path: Path, problems: list[Problem]) -> list[Entry]:
+    """Give each entry the titles of the threads it cites; a listed thread no entry cites is a problem."""
+    threads, bad_rows = read_threads(path)
+    problems.extend(Problem(str(path), line, message) for line, message in bad_rows)
+    cited = {thread_key(url) for entry in entries for url in entry.meta.sources}
+    for url in sorted(set(threads) - cited):
+        problems.append(Problem(str(path), threads[url].line, f"{url} is cited by no entry: drop the row"))
+    return [replace(entry, threads=_cited(entry.meta.sources, threads)) if threads else entry for entry in entries]
+
+
+def _cited(sources: list[str], threads: dict[str, Thread]) -> tuple[Thread, ...]:
+    keys = dict.fromkeys(thread_key(url) for url in sources)  # in order, once each
+    return tuple(threads[key] for key in keys if key in threads)
 
 
 def load_catalog_strict(content_dir: Path) -> Catalog:

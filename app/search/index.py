@@ -16,11 +16,12 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, copy_to_ram
 
 from app.entries import Catalog, Entry
+from app.entries.threads import THREADS_FILE
 from app.search.analysis import IndexAnalyzer
 from app.search.spelling import vocabulary
 
 # Bump when the schema or the analyzer changes: the content hash alone would not trigger a rebuild.
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"
 CURRENT_LINK = "index"
 BUILDS_DIR = "indexes"
 HASH_FILE = "content.sha256"
@@ -36,9 +37,9 @@ def schema() -> Schema:
     return Schema(
         code=ID(stored=True, unique=True),
         category=ID(stored=True),
-        # code, titles, summaries, tags and aliases: a word here says more than the same word in a body;
-        # with positions, for the phrases of the synonym groups ('out of memory') and Chinese words as bigrams
-        # in a row
+        # code, titles, summaries, tags, aliases and the titles of the cited threads: a word here says more
+        # than the same word in a body; with positions, for the phrases of the synonym groups ('out of memory')
+        # and Chinese words as bigrams in a row
         head=TEXT(analyzer=text, field_boost=3.0),
         # bodies (English and Chinese), exception, signatures, examples, fixes
         text=TEXT(analyzer=text),
@@ -79,7 +80,9 @@ def document(entry: Entry) -> dict:
     fixes = "\n".join(f"{fix.title}\n{fix.body}" for fix in meta.fixes)
     fixes_zh = "\n".join([fix.title_zh for fix in meta.fixes] + list(entry.fix_bodies_zh.values()))
     error_text = "\n".join([meta.exception, *meta.examples])
-    head = "\n".join([meta.code, described(entry)])
+    # the cited threads' titles are how users who hit it put it: searched with the head, not in described(),
+    # which the alias check measures an entry's own words by
+    head = "\n".join([meta.code, described(entry), *(thread.title for thread in entry.threads)])
     return {
         "code": meta.code,
         "category": meta.category,
@@ -158,6 +161,9 @@ def _keep_content(catalog: Catalog, folder: Path) -> None:
         shutil.copy2(entry.path, folder / entry.path.name)
         if entry.raw_zh:
             shutil.copy2(entry.zh_path, folder / entry.zh_path.name)
+    threads = next((entry.path.parent / THREADS_FILE for entry in catalog), None)
+    if threads is not None and threads.exists():
+        shutil.copy2(threads, folder / THREADS_FILE)
 
 
 def _swap_link(data_dir: Path, target: Path) -> None:
