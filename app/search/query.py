@@ -211,20 +211,21 @@ class SearchService:
 
 
 class _EveryMatchScored(collectors.TopCollector):
-    """Whoosh's top-N collector without its shortcut: once its heap is full it swaps parts of the query for
+    """Whoosh's top-N collector without its shortcuts. Once its heap is full it swaps parts of the query for
     cheaper ones by their estimated best scores, and misjudges those for boosted, phrase and coordinated
     queries (5 of the 83 development titles got a first page other than the full ranking's before light words
-    and phrases, 31 after, losing right answers). Without a threshold it only drops finished parts.
-    Each score is weighed by the entry's prevalence (``index.prevalence``)."""
+    and phrases, 31 after, losing right answers). Every few documents it also replaces the matcher tree
+    without its finished parts, and a coordinated Or counts its terms when it is built, so documents read
+    after a swap were scored against fewer terms than those before it: a title whose words sit in many
+    entries ("GRPO lora 微调qwen3-vl-4B") got a first page that was not the best five. So nothing is replaced,
+    and each score is weighed by the entry's prevalence (``index.prevalence``)."""
 
     def __init__(self, limit: int, prevalence: list[float]):
-        super().__init__(limit, usequality=False)
+        super().__init__(limit, usequality=False, replace=0)
         self._prevalence = prevalence
 
     def _collect(self, global_docnum, score):
-        found = super()._collect(global_docnum, score * self._prevalence[global_docnum])
-        self.minscore = None
-        return found
+        return super()._collect(global_docnum, score * self._prevalence[global_docnum])
 
 
 def _top(searcher, query, limit: int, only, prevalence: list[float]):
