@@ -90,9 +90,10 @@ def read_labelled(path: Path) -> tuple[str, str]:
 
 
 def evaluate(manual: Manual, folder: Path) -> EvalReport:
-    """Diagnose every labelled paste in ``folder`` and score top-1 / top-3 and negatives."""
+    """Diagnose every labelled paste in ``folder`` and score top-1 / top-3 and negatives; Markdown files
+    beside them (how a sample was drawn) are notes, not pastes."""
     cases = []
-    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix != ".md"):
         expect, text = read_labelled(path)
         diagnosis = manual.matcher.diagnose(text, limit=5)
         got = [match.code for match in diagnosis.matches if match.confidence in CONFIDENT]

@@ -48,3 +48,14 @@ def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
     dev = evaluate(manual, COVERAGE / "dev").as_dict()
     assert dev["negatives_clean"] == dev["negatives"], dev["failures"]
     assert dev["top1"] >= 0.83 and dev["top3"] >= 0.85, dev  # 0.831 / 0.852 on 142 reports
+
+
+def test_notes_beside_the_pastes_are_not_scored(tmp_path, settings):
+    folder = tmp_path / "sample"
+    folder.mkdir()
+    (folder / "001-neg.txt").write_text("# expect: none\nwandb: Network error (ConnectionError), entering retry loop.\n")
+    (folder / "QUERIES.md").write_text("# The queries, fixed before any look-up\n")
+    ingest(settings)
+    report = evaluate(Manual.open(settings, fresh=True), folder)
+    assert [case.path.name for case in report.cases] == ["001-neg.txt"]
+    assert report.as_dict()["negatives_clean"] == 1
