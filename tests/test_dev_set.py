@@ -53,7 +53,9 @@ def test_coverage_sample_is_labelled_and_its_negatives_stay_clean(tmp_path):
 def test_notes_beside_the_pastes_are_not_scored(tmp_path, settings):
     folder = tmp_path / "sample"
     folder.mkdir()
-    (folder / "001-neg.txt").write_text("# expect: none\nwandb: Network error (ConnectionError), entering retry loop.\n")
+    (folder / "001-neg.txt").write_text(
+        "# expect: none\nwandb: Network error (ConnectionError), entering retry loop.\n"
+    )
     (folder / "QUERIES.md").write_text("# The queries, fixed before any look-up\n")
     ingest(settings)
     report = evaluate(Manual.open(settings, fresh=True), folder)
