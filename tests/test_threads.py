@@ -45,6 +45,7 @@ def test_the_page_and_the_api_name_a_source_by_its_title(settings, content_dir):
         assert entry["sources"] == [ROLL_SOURCE]
         page = client.get("/errors/ROLL-901").text
         assert f'<a href="{ROLL_SOURCE}" rel="noopener nofollow">{TITLE}</a>' in page
+        assert '<span class="source-url">vllm-project/vllm#2248</span>' in page
         untitled = client.get("/api/v1/errors/DIST-901").json()["source_links"]
         assert untitled == [{"url": "https://github.com/verl-project/verl/issues/2", "title": None}]
 
