@@ -10,6 +10,7 @@ from whoosh import query as q
 
 from app.checker import check_synonyms
 from app.ingest import ingest
+from app.manual import Manual
 from app.search.evaluate import figures, read_titles, run
 from app.search.index import open_generation
 from app.search.query import SearchService
@@ -21,11 +22,18 @@ HANG_ENTRIES = {"DIST-101", "DIST-003", "DIST-105", "AGENT-008"}
 
 
 @pytest.fixture(scope="module")
-def generation(tmp_path_factory):
+def real_settings(tmp_path_factory):
     """The real entries, indexed once for this module."""
-    data = tmp_path_factory.mktemp("real") / "data"
-    ingest(Settings(data_dir=data, content_dir=ROOT / "content" / "errors", secret_key="s" * 40))
-    return open_generation(data)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("real") / "data", content_dir=ROOT / "content" / "errors", secret_key="s" * 40
+    )
+    ingest(settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def generation(real_settings):
+    return open_generation(real_settings.data_dir)
 
 
 @pytest.fixture(scope="module")
@@ -137,11 +145,12 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert "<del>qqqqzzzz</del>" in page and "/errors?category=DIST" in page
 
 
-@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.75, 0.92), ("dev2.tsv", 0.80, 0.96)])
-def test_dev_titles_floor(search, name, top1, top5):
-    """Issue titles of the development files: a floor one title under today's figures (dev 0.774 / 0.943,
-    dev2 0.833 / 1.000; kb search-eval reports them)."""
-    result = figures(run(search.search, read_titles(TITLES / name)))
+@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.77, 0.92), ("dev2.tsv", 0.86, 0.93)])
+def test_dev_titles_floor(real_settings, name, top1, top5):
+    """Issue titles of the development files, searched as the search page does (``Manual.search``): a floor one
+    title under today's figures (dev 0.792 / 0.943, dev2 0.900 / 0.967; kb search-eval reports them)."""
+    manual = Manual.open(real_settings)
+    result = figures(run(manual.search, read_titles(TITLES / name)))
     assert result["titles"] >= 30 and result["empty"] == 0
     assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
 
