@@ -1,7 +1,7 @@
 """The titles of the threads entries cite: how the people who hit a failure described it.
 
 An issue title is what a user types into a search box ("Agent Loop Training Failed", "训练卡住"), so the
-titles of an entry's source threads are searched with its head, and its page names each source by its title.
+titles of an entry's source threads are searched with its body text, and its page names each source by its title.
 They live in one file beside the entries (``threads.tsv``: ``url<TAB>title``) because many entries cite the
 same thread; a row no entry cites is stale and fails ``kb check``.
 """
