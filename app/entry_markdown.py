@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from app.entries import Entry, Fix
-from app.entries.threads import thread_key
 from app.views import pick
 from app.votes import FixStats
 
@@ -41,10 +40,8 @@ def entry_markdown(entry: Entry, ordered: list[tuple[Fix, FixStats]], lang: str,
             "",
         ]
     if meta.sources:
-        titles = {thread.url: thread.title for thread in entry.threads}
         lines += ["## Sources", ""]
-        for source in meta.sources:
-            title = titles.get(thread_key(source))
+        for source, title in entry.titled_sources():
             # "[Bug] ..." titles: brackets escaped so the link text stays one link
             text = title.replace("[", "\\[").replace("]", "\\]") if title else None
             lines.append(f"- [{text}]({source})" if text else f"- {source}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from app import answers as a
 from app.entries import CATEGORIES, CATEGORY_NAMES, Catalog, Entry, facets
-from app.entries.threads import thread_key
 from app.findings import Findings
 from app.insights.fingerprint import fingerprint_id
 from app.matcher import Diagnosis
@@ -91,13 +90,8 @@ def entry_answer(entry: Entry, catalog: Catalog, votes: EntryVotes, lang: str, b
         hardware=list(meta.hardware),
         models=list(meta.models),
         sources=list(meta.sources),
-        source_links=_source_links(entry),
+        source_links=[a.SourceOut(url=url, title=title) for url, title in entry.titled_sources()],
     )
-
-
-def _source_links(entry: Entry) -> list[a.SourceOut]:
-    titles = {thread.url: thread.title for thread in entry.threads}
-    return [a.SourceOut(url=url, title=titles.get(thread_key(url))) for url in entry.meta.sources]
 
 
 def _link(catalog: Catalog, code: str, lang: str, base: str) -> a.LinkOut:

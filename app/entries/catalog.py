@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.entries.frontmatter import Document
 from app.entries.model import CATEGORIES, EntryMeta, Fix
-from app.entries.threads import Thread
+from app.entries.threads import Thread, thread_key
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,11 @@ class Entry:
     def content_hash(self) -> str:
         titles = "\n".join(thread.title for thread in self.threads)
         return hashlib.sha256((self.raw + "\0" + self.raw_zh + "\0" + titles).encode()).hexdigest()
+
+    def titled_sources(self) -> list[tuple[str, str | None]]:
+        """Each cited URL, in `sources` order, with its thread's title when threads.tsv has it."""
+        titles = {thread.url: thread.title for thread in self.threads}
+        return [(url, titles.get(thread_key(url))) for url in self.meta.sources]
 
     @property
     def zh_path(self) -> Path:
