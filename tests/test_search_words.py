@@ -13,7 +13,7 @@ from app.ingest import ingest
 from app.manual import Manual
 from app.search.evaluate import figures, read_titles, run
 from app.search.index import open_generation
-from app.search.query import SearchService
+from app.search.query import RERANK_POOL, SearchService, _by_coverage
 from app.search.synonyms import DEFAULT_PATH, Synonyms
 from app.settings import ROOT, Settings
 
@@ -106,15 +106,31 @@ def test_the_first_page_is_the_best_of_every_match(search, generation):
     cases = read_titles(TITLES / "dev.tsv") + read_titles(TITLES / "dev2.tsv")
     with generation.ix.searcher() as searcher:
         for case in cases:
-            whole, _ = search._build(searcher, case.title)
+            whole, parts = search._build(searcher, case.title)
             unpruned = collectors.UnlimitedCollector()
             unpruned.replace = 0  # every document scored by the same, whole matcher tree
             searcher.search_with_collector(whole, unpruned)
             # the full ranking, each score weighed by the entry's prevalence as the page does
-            scored = sorted(unpruned.results(), key=lambda h: -h.score * h["prevalence"])
-            every = [hit["code"] for hit in scored][:5]
+            scored = sorted(unpruned.results(), key=lambda h: -h.score * h["prevalence"])[:RERANK_POOL]
+            # then re-weighed by what each entry is about, as the page does
+            ranked = _by_coverage(searcher, [(h.docnum, h.score * h["prevalence"]) for h in scored], parts)
+            every = [searcher.stored_fields(docnum)["code"] for docnum, _ in ranked][:5]
             page = [hit.code for hit in search.search(case.title, limit=5, cached=False).hits]
             assert page == every, (case.title, page, every)
+
+
+def test_an_entry_about_every_concept_outranks_one_that_only_mentions_them(search):
+    # TRAIN-002 (OOM in the actor) has the most words in its body; MEG-020's title holds OOM, saving and
+    # checkpoint together, and host-RAM CKPT-103 (11th by word scores alone) has save and checkpoint in its title
+    codes = [hit.code for hit in search.search("OOM when save checkpoint").hits]
+    assert codes[0] == "MEG-020" and "CKPT-103" in codes[:5]
+
+
+def test_chinese_filler_words_are_neither_a_topic_nor_dropped(search):
+    # 大佬们, 遇到, 这个, 问题, 是咋回事 frame a question; read as words, they were named as missing from the hits
+    result = search.search("大佬们好，遇到这个问题，训练卡住了，是咋回事啊", lang="zh")
+    assert result.hits[0].code in HANG_ENTRIES
+    assert result.dropped == []
 
 
 def test_when_no_entry_has_all_words_the_missing_ones_are_named(search):
@@ -145,13 +161,16 @@ def test_the_page_names_dropped_words_and_offers_categories(client):
     assert "<del>qqqqzzzz</del>" in page and "/errors?category=DIST" in page
 
 
-@pytest.mark.parametrize("name,top1,top5", [("dev.tsv", 0.77, 0.92), ("dev2.tsv", 0.86, 0.93)])
+@pytest.mark.parametrize(
+    "name,top1,top5", [("dev.tsv", 0.77, 0.92), ("dev2.tsv", 0.83, 0.96), ("dev3.tsv", 0.50, 0.65)]
+)
 def test_dev_titles_floor(real_settings, name, top1, top5):
     """Issue titles of the development files, searched as the search page does (``Manual.search``): a floor one
-    title under today's figures (dev 0.792 / 0.943, dev2 0.900 / 0.967; kb search-eval reports them)."""
+    title under today's figures (dev 0.792 / 0.943, dev2 0.867 / 1.000, dev3 0.550 / 0.700; kb search-eval
+    reports them)."""
     manual = Manual.open(real_settings)
     result = figures(run(manual.search, read_titles(TITLES / name)))
-    assert result["titles"] >= 30 and result["empty"] == 0
+    assert result["titles"] >= 20 and result["empty"] == 0
     assert result["top5"] >= top5 and result["top1"] >= top1, result["misses"]
 
 
