@@ -12,7 +12,7 @@ from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
 from app.hydra_config import OverrideChecker
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
-from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity
+from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity, tolerate_wraps
 from app.scaffold import TODO as UNFINISHED
 from app.search import synonyms
 from app.search.analysis import has_cjk
@@ -188,7 +188,7 @@ def _check_set_headroom(catalog: Catalog) -> list[Problem]:
     except SignatureError as exc:
         costliest = max(
             (
-                (entry, index, compile_signature(pattern).programsize)
+                (entry, index, compile_signature(tolerate_wraps(pattern)).programsize)
                 for entry in catalog
                 for index, pattern in enumerate(entry.meta.signatures)
             ),

@@ -43,11 +43,11 @@ from app.views import (
     search_answer,
 )
 from app.votes import EntryVotes, VoteCountCache, entry_votes, fix_stats, ranked_fixes
-from app.voting import Ballot, Refused
+from app.voting import Ballot, Moved, Refused
 
 MAX_ERROR_QUERY = 2000  # longer text is a paste, not a search: the paste page answers it
 PAGE_CACHE_SIZE = 1024  # rendered pages, entry answers and their JSON kept per generation (about 20 KB each)
-__all__ = ["Manual", "Refused", "Resources"]
+__all__ = ["Manual", "Moved", "Refused", "Resources"]
 
 
 @dataclass
@@ -185,9 +185,12 @@ class Manual:
         return base or self.settings.base_url
 
     def get(self, code: str) -> Entry:
-        """The entry with this code, or Refused(404)."""
+        """The entry with this code; Moved when the code was folded into another entry, else Refused(404)."""
         entry = self.catalog.get(code)
         if entry is None:
+            now = self.catalog.moved_to(code)
+            if now:
+                raise Moved(code.upper(), now)
             raise Refused(404, f"no entry with code {code!r}")
         return entry
 

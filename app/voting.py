@@ -29,6 +29,15 @@ class Refused(Exception):
         self.retry_after = retry_after
 
 
+class Moved(Refused):
+    """The code was retired and its entry folded into ``now`` (``moved.tsv``): front doors redirect there."""
+
+    def __init__(self, code: str, now: str):
+        super().__init__(301, f"{code} was folded into {now}")
+        self.code = code
+        self.now = now
+
+
 class Ballot:
     """The limits and the address hashing that votes and reports share (one per server process)."""
 

@@ -10,12 +10,15 @@ each frame's code line with a row of ^.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import pytest
+import re2
 
 from app.entries import load_catalog_strict
 from app.matcher import Matcher
 from app.matcher.normalise import PREFIX_RUN_RE
+from app.matcher.signatures import tolerate_wraps
 from app.settings import ROOT
 
 TRAINING_LOG = [
@@ -119,3 +122,46 @@ def test_windows_line_ends_change_nothing(catalog_and_matcher):
         for example in entry.meta.examples:
             unix, windows = matcher.diagnose(example), matcher.diagnose(example.replace("\n", "\r\n"))
             assert [m.code for m in unix.matches] == [m.code for m in windows.matches], entry.code
+
+
+def word_wrapped(lines: list[str], width: int) -> list[str]:
+    """What a text box or a web console hands over: long lines broken between words, at no fixed width."""
+    wrapped = []
+    for line in lines:
+        pieces = textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False) if len(line) > width else []
+        wrapped += pieces or [line]
+    return wrapped
+
+
+def test_examples_broken_between_words_mostly_keep_their_answer(catalog_and_matcher):
+    # a space in a signature also matches a line break: before that, 31% of the examples wrapped at 70 columns
+    # kept their entry first; the rest are signatures that span words with `.` or a multi-line window
+    catalog, matcher = catalog_and_matcher
+    kept = total = 0
+    for entry in catalog:
+        for example in entry.meta.examples:
+            lines = example.rstrip("\n").split("\n")
+            wrapped = word_wrapped(lines, 70)
+            if wrapped == lines:
+                continue
+            total += 1
+            top = matcher.diagnose("\n".join(wrapped)).matches[:1]
+            kept += bool(top and top[0].code == entry.code and top[0].confidence in ("high", "medium"))
+    assert total > 500 and kept / total >= 0.95, (kept, total)
+
+
+@pytest.mark.parametrize(
+    "pattern,text,matches",
+    [
+        (r"desired GPU memory utilization", "desired\nGPU memory utilization", True),
+        (r"desired GPU memory utilization", "desired  \n   GPU memory utilization", True),
+        # a blank line is a new paragraph, not a wrap
+        (r"desired GPU memory utilization", "desired\n\nGPU memory utilization", False),
+        # an escaped space and a space inside a class stay what they were
+        (r"desired\ GPU", "desired\nGPU", False),
+        (r"desired[ ]GPU", "desired\nGPU", False),
+        (r"[]x ]y z", "]y\nz", True),
+    ],
+)
+def test_a_signature_space_also_matches_a_wrap_between_words(pattern, text, matches):
+    assert bool(re2.search(tolerate_wraps(pattern), text)) is matches

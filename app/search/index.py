@@ -16,6 +16,7 @@ from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, copy_to_ram
 
 from app.entries import Catalog, Entry
+from app.entries.moved import MOVED_FILE
 from app.entries.threads import THREADS_FILE
 from app.search.analysis import IndexAnalyzer
 from app.search.spelling import vocabulary
@@ -162,9 +163,11 @@ def _keep_content(catalog: Catalog, folder: Path) -> None:
         shutil.copy2(entry.path, folder / entry.path.name)
         if entry.raw_zh:
             shutil.copy2(entry.zh_path, folder / entry.zh_path.name)
-    threads = next((entry.path.parent / THREADS_FILE for entry in catalog), None)
-    if threads is not None and threads.exists():
-        shutil.copy2(threads, folder / THREADS_FILE)
+    # the tables beside the entries: cited threads' titles, retired codes
+    source = next((entry.path.parent for entry in catalog), None)
+    for name in (THREADS_FILE, MOVED_FILE):
+        if source is not None and (source / name).exists():
+            shutil.copy2(source / name, folder / name)
 
 
 def _swap_link(data_dir: Path, target: Path) -> None:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.manual import Refused
+from app.manual import Moved, Refused
 from app.ocr import ImageRejected
 from app.settings import ROOT, Settings
 from app.store.db import make_engine
@@ -162,6 +163,11 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Refused)
     async def refused(request: Request, exc: Refused) -> Response:
+        if isinstance(exc, Moved):
+            # a retired code: the same page or API path of the entry it was folded into, query string kept
+            path = re.sub(re.escape(f"/{exc.code}"), f"/{exc.now}", request.url.path, count=1, flags=re.IGNORECASE)
+            target = request.url.replace(path=path)
+            return RedirectResponse(str(target), 301 if request.method in ("GET", "HEAD") else 308)
         # what the manual declined (unknown code or fix, vote limits, a store that failed), said like any HTTP error
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         return await http_error(request, StarletteHTTPException(exc.status, exc.message, headers=headers))
