@@ -115,6 +115,26 @@ def test_terminal_wrapped_lines_are_joined():
     assert long_line in paste.lines
 
 
+def test_a_pane_of_any_width_is_unwrapped_when_several_lines_show_the_wrap():
+    # a tmux pane or a resized window wraps at a width no common terminal has (97 here)
+    first = "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored"
+    second = (
+        "RuntimeError: Expected all tensors to be on the same device, but got index is on cpu, different from others"
+    )
+    wrapped = []
+    for line in (first, second):
+        wrapped += [line[i : i + 97] for i in range(0, len(line), 97)]
+    assert normalise("\n".join(wrapped)).lines == [first, second]
+
+
+def test_one_longest_line_at_an_uncommon_width_is_not_taken_for_a_wrap():
+    # a log's own longest line, once, is no evidence of a wrap: the line after it stays a line of its own
+    longest = "step:3 - actor/pg_loss:0.26 - actor/grad_norm:0.183 - response_length/mean:320.0 - timing_s/gen:19.312"
+    assert len(longest) == 102
+    lines = [longest, "validation done", "step:4 - actor/pg_loss:0.25"]
+    assert normalise("\n".join(lines)).lines == lines
+
+
 def test_one_wrapped_error_line_is_joined_but_a_new_record_is_not():
     error = (
         "(WorkerDict pid=90412, ip=10.20.1.7) RuntimeError: Expected all tensors to be on the same device, but got "

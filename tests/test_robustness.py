@@ -165,3 +165,21 @@ def test_examples_broken_between_words_mostly_keep_their_answer(catalog_and_matc
 )
 def test_a_signature_space_also_matches_a_wrap_between_words(pattern, text, matches):
     assert bool(re2.search(tolerate_wraps(pattern), text)) is matches
+
+
+@pytest.mark.parametrize("width", [90, 110, 147])
+def test_examples_hard_wrapped_at_an_uncommon_width_mostly_keep_their_answer(catalog_and_matcher, width):
+    # before unwrapping at any width that several lines show, 60% / 73% / 85% kept their entry first; an
+    # example wrapped only once still reads as two lines
+    catalog, matcher = catalog_and_matcher
+    kept = total = 0
+    for entry in catalog:
+        for example in entry.meta.examples:
+            lines = example.rstrip("\n").split("\n")
+            wrapped = hard_wrapped(lines, width)
+            if wrapped == lines:
+                continue
+            total += 1
+            top = matcher.diagnose("\n".join(wrapped)).matches[:1]
+            kept += bool(top and top[0].code == entry.code and top[0].confidence in ("high", "medium"))
+    assert total > 300 and kept / total >= 0.84, (width, kept, total)

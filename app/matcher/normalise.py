@@ -11,7 +11,7 @@ import html
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -60,6 +60,11 @@ RANK_RE = re.compile(r"\[(?:rank|RANK|Rank)\s?(\d{1,5})\]|\s\[(\d{1,5})\]$|^(\d{
 # Terminal and web-console widths that wrap long lines: a line exactly as long as the longest, at one
 # of these widths, may have been cut there by the viewer it was copied from.
 WRAP_WIDTHS = frozenset({80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
+# At any other width, a wrap shows as several different lines of exactly the longest length, each continued
+# on the next line; one such line could be a log's own longest line.
+MIN_PANE_WIDTH = 60
+MIN_FULL_LINES = 2
+NEAR_WIDTH = 12
 # A line that starts a record of its own, so it cannot be the wrapped tail of the line above. Looser
 # than the block reader's patterns on purpose: a frame line cut short by the wrap still starts one.
 RECORD_START_RE = re.compile(
@@ -185,7 +190,7 @@ def unwrap(lines: list[str]) -> list[str]:
     an exception), and when it is not one of a run of identical lines.
     """
     width = max(map(len, lines), default=0)
-    if width not in WRAP_WIDTHS:
+    if width not in WRAP_WIDTHS and not _wrapped_at(lines, width):
         return lines
     joined: list[str] = []
     carry = ""
@@ -200,6 +205,21 @@ def unwrap(lines: list[str]) -> list[str]:
         joined.append(carry + line)
         carry = ""
     return joined
+
+
+def _wrapped_at(lines: list[str], width: int) -> bool:
+    """Whether a width no common terminal has (a tmux pane, a resized window) still shows a wrap: several
+    different lines exactly that long, each followed by a line that reads as its rest, and more of them than
+    lines just short of it (text broken between words ends anywhere near the width, and has lost its spaces)."""
+    if width < MIN_PANE_WIDTH:
+        return False
+    full = {
+        line
+        for line, following in pairwise(lines)
+        if len(line) == width and line != following and _continues(following)
+    }
+    near = sum(1 for line in lines if width - NEAR_WIDTH <= len(line) < width)
+    return len(full) >= MIN_FULL_LINES and len(full) > near
 
 
 def _code_below(line: str, following: str) -> bool:
