@@ -101,7 +101,9 @@ class Manual:
         self.settings = resources.settings
         self.catalog = catalog
         self.index = index
-        self.matcher = Matcher(catalog, fulltext=index.fulltext if index else None)
+        self.matcher = Matcher(
+            catalog, fulltext=index.fulltext if index else None, statements=resources.findings.raised_statement
+        )
         self.content_hash = content_hash
         self.notice = notice  # what this generation lacks (full-text suggestions), said to the user
         self.rebuilt = rebuilt  # the index was rebuilt to match the checkout

@@ -17,6 +17,7 @@ from app.findings.raise_site import root_frames
 from app.matcher import Matcher
 from app.matcher.versions import canonical, extract_versions
 from app.releases import ReleaseLibrary, build_all
+from app.settings import ROOT
 from tests.conftest import FIXTURE_CONTENT, SHARED_DATA
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -273,3 +274,24 @@ def test_an_unreachable_registry_leaves_the_cached_facts_and_names_the_problem(t
     assert ready == [] and missing and "registry" in missing[0]
     assert ReleaseLibrary.load(tmp_path / "verl").missing is not None
     assert os.listdir(tmp_path / "verl" / "facts") == []
+
+
+CUT_MULTI_LINE_ASSERT = """\
+(WorkerDict pid=30417, ip=10.8.0.12) Traceback (most recent call last):
+(WorkerDict pid=30417, ip=10.8.0.12)   File "/usr/local/lib/python3.10/dist-packages/verl/workers/engine_workers.py", line 659, in init_model
+(WorkerDict pid=30417, ip=10.8.0.12)     assert self.world_size % infer_world_size == 0, (
+"""
+
+
+def test_a_cut_multi_line_assert_is_answered_from_the_statement_the_release_holds(findings):
+    # the traceback prints only `assert ..., (`: the message is on the next lines of verl's source, which the
+    # release facts hold; the matcher rebuilds it from there and CFG-006's signature names it
+    catalog = load_catalog_strict(ROOT / "content" / "errors")
+    statement = findings.raised_statement(
+        "/usr/local/lib/python3.10/dist-packages/verl/workers/engine_workers.py", 659, "init_model"
+    )
+    assert statement is not None and statement.lstrip().startswith("assert self.world_size % infer_world_size == 0")
+    top = Matcher(catalog, statements=findings.raised_statement).diagnose(CUT_MULTI_LINE_ASSERT).matches[0]
+    assert (top.code, top.confidence) == ("CFG-006", "medium")
+    without = Matcher(catalog).diagnose(CUT_MULTI_LINE_ASSERT).matches
+    assert not [match for match in without if match.confidence != "low"]

@@ -8,6 +8,10 @@ import json
 import httpx
 from mcp import Client
 
+from app.ingest import ingest
+from app.web.app import create_app
+from tests.conftest import LiveServer
+
 KV = "(WorkerDict pid=48211, ip=10.0.3.7) ValueError: No available memory for the cache blocks."
 
 
@@ -71,3 +75,12 @@ def test_diagnose_log_carries_the_findings(live_server):
     findings = _payload(result)["findings"]
     assert [(f["kind"], f["wrapped_type"]) for f in findings] == [("truncated", "OutOfMemoryError")]
     assert "worker's own traceback" in findings[0]["hint"]
+
+
+def test_get_error_of_a_retired_code_answers_with_the_entry_it_became(settings, content_dir):
+    # an agent follows no redirect: the tool answers with the entry the code was folded into
+    (content_dir / "moved.tsv").write_text("code\tnow\twhy\nTRAIN-950\tTRAIN-901\tthe same failure\n")
+    ingest(settings)
+    with LiveServer(create_app(settings)) as server:
+        _names, entry = _call(server.url, "get_error", {"code": "TRAIN-950"})
+    assert _payload(entry)["code"] == "TRAIN-901"

@@ -1,7 +1,8 @@
 """Every entry's examples still rank their entry first, confidently, when wrapped in what real pastes carry.
 
 The checker proves each example as written; users paste the same text behind Ray's worker prefixes,
-rank prefixes, colour codes a web page stripped of their ESC byte, an issue comment's quote marks,
+rank prefixes, colour codes a web page stripped of their ESC byte, an issue comment's quote marks, file names a
+rendered issue turned into links, full-width colons,
 Markdown fences with escaped underscores, Windows line ends, after a long stretch of training log,
 copied from a terminal that wrapped every long line at its width, or printed by a Python that marks
 each frame's code line with a row of ^.
@@ -67,6 +68,8 @@ def with_caret_markers(lines: list[str]) -> list[str]:
     return marked
 
 
+PY_FILE_RE = re.compile(r"(?<![\w/.])(\w+\.py)\b")
+EXCEPTION_COLON_RE = re.compile(r"((?:Error|Exception|Warning)): ")
 FULL_WIDTH_PATH_RE = re.compile(r'(\s*File "/)([^"]*", line \d+, in \S+)\s*$')
 
 
@@ -94,6 +97,13 @@ DISGUISES = {
     ),
     "python 3.11 caret markers under code lines": with_caret_markers,
     "frame lines exactly 120 columns wide, hard-wrapped at 120": lambda lines: frames_at_full_width(lines, 120),
+    # .py is a top-level domain: a rendered issue links every file name, and copying keeps the Markdown
+    "file names autolinked by a rendered issue": lambda lines: [
+        PY_FILE_RE.sub(r"[\1](https://\1)", line) for line in lines
+    ],
+    "full-width colons of a Chinese input method": lambda lines: [
+        EXCEPTION_COLON_RE.sub("\\1\uff1a", line) for line in lines
+    ],
 }
 
 

@@ -7,7 +7,7 @@ from packaging.version import InvalidVersion, Version
 
 from app.entries import Catalog
 from app.findings.drift import drift_findings
-from app.findings.raise_site import raise_site_finding, root_frames, verl_frames
+from app.findings.raise_site import Frame, raise_site_finding, root_frames, verl_frames
 from app.findings.truncated import truncated_findings
 from app.matcher import CONFIDENT, Diagnosis
 from app.matcher.versions import FoundVersion
@@ -34,6 +34,12 @@ class Findings:
         pinned = self.library.get(self.pinned)
         if pinned is not None:
             pinned.message_templates  # noqa: B018 (a cached property: reading it builds it)
+
+    def raised_statement(self, printed_path: str, line: int, function: str) -> str | None:
+        """The verl statement a frame line names (`File ".../verl/trainer/x.py", line 12, in f`), from the
+        release facts: what the matcher rebuilds a cut traceback's message from."""
+        path = Frame(printed_path, line, function).verl_path
+        return self.library.raised_statement(path, line, function) if path else None
 
     @property
     def missing(self) -> str | None:

@@ -24,6 +24,10 @@ HTML_ENTITY_RE = re.compile(r"&(?:lt|gt|amp|quot|#39|#x27|apos);")
 # Colour codes whose ESC byte a web page dropped, left as "[36m(TaskRunner pid=1)[0m". Only removed
 # when the reset code "[0m" shows the paste really carries them.
 BARE_ANSI_RE = re.compile(r"\[(?:\d{1,3};){0,4}\d{1,3}m")
+# A paste copied from a rendered issue: GitHub turned file names into links (`auto_init_[hook.py](https://hook.py)`).
+AUTOLINK_RE = re.compile(r"\[([^\]\n]{1,300})\]\(https?://[^)\s]{1,1000}\)")
+# A Chinese input method's colon after an exception name or a key (`ValueError：...`), as a log prints it.
+FULLWIDTH_COLON_RE = re.compile(r"(?<=[A-Za-z0-9_)\]'\"])\uff1a[ \t]?")
 # Ray's log deduplication suffix; the line before it is the same error as the one it repeats.
 RAY_REPEATED_RE = re.compile(r" ?\[repeated \d+x across cluster\]")
 
@@ -148,7 +152,8 @@ def decode(data: bytes | str) -> str:
 
 
 def clean_text(text: str) -> str:
-    """Remove colours, control bytes, CRLF, tabs and tracker escaping from the whole text."""
+    """Remove colours, control bytes, CRLF, tabs, tracker escaping and links from the whole text; a full-width
+    colon after a name becomes the ASCII one a log prints."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
@@ -165,6 +170,10 @@ def clean_text(text: str) -> str:
         text = FENCE_RE.sub("", text)
     if "`" in text:
         text = _strip_inline_code_edges(text)
+    if "](http" in text:
+        text = AUTOLINK_RE.sub(r"\1", text)
+    if "\uff1a" in text:
+        text = FULLWIDTH_COLON_RE.sub(": ", text)
     return text
 
 

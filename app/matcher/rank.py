@@ -18,10 +18,13 @@ from app.entries import Catalog
 from app.matcher.blocks import FRAME_RE, NUMBER_RE, RAY_TASK_RE, Block, split_blocks
 from app.matcher.environment import Environment, excluded_reason, extract_environment
 from app.matcher.normalise import Paste, normalise
+from app.matcher.raised import last_statement, rebuilt_message
 from app.matcher.signatures import SignatureSet
 
 # Full-text fallback: (query text, limit) -> [(code, score)]
 FullText = Callable[[str, int], list[tuple[str, float]]]
+# The raise/assert statement a frame names, from the release facts: (path as printed, line, function) -> text
+Statements = Callable[[str, int, str], str | None]
 CONFIDENT = ("high", "medium")  # a diagnosis; ``low`` is only a suggestion
 
 BASE_SCORE = 100.0
@@ -77,15 +80,17 @@ class _Hit:
     line: int
     block: int | None
     on_exception: bool
+    rebuilt: bool = False  # matched the message rebuilt from the statement a cut traceback stops at
 
 
 class Matcher:
     """Compiled once per catalog; ``diagnose`` is pure and thread-safe."""
 
-    def __init__(self, catalog: Catalog, fulltext: FullText | None = None):
+    def __init__(self, catalog: Catalog, fulltext: FullText | None = None, statements: Statements | None = None):
         self.catalog = catalog
         self.signatures = SignatureSet(catalog)
         self.fulltext = fulltext
+        self.statements = statements
 
     def diagnose(self, text: str | bytes, limit: int = 5, *, suggest: bool = True) -> Diagnosis:
         """Return ranked matches for a paste, root cause first; with ``suggest``, full-text suggestions when no
@@ -95,7 +100,7 @@ class Matcher:
         found = self.signatures.hits(paste.searchable)
         blocks = split_blocks(paste, {paste.line_at(start) for _sig, spans in found for start, _end in spans})
         environment = extract_environment(paste)
-        hits = self._locate(paste, blocks, found)
+        hits = self._locate(paste, blocks, found) + self._rebuilt_hits(paste, blocks)
         explained = {hit.block for hit in hits if hit.block is not None}
         matches = self._rank(hits, blocks, paste, environment, explained)
         if suggest and not any(match.confidence in CONFIDENT for match in matches):
@@ -118,6 +123,34 @@ class Matcher:
                         line, block, on_exception = last, last_block, last_on_exception
                 hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, block, on_exception))
         return hits
+
+    def _rebuilt_hits(self, paste: Paste, blocks: list[Block]) -> list[_Hit]:
+        """Signature hits on the message each cut traceback's last statement would have printed (app/matcher/raised)."""
+        hits = []
+        for number, block in enumerate(blocks):
+            if not (block.truncated and block.kind == "traceback"):
+                continue
+            line = last_statement(paste.lines, block.start, block.end)
+            if line is None:
+                continue
+            message = rebuilt_message(paste.lines[line]) or self._message_of_frame(paste.lines, block.start, line)
+            if message is None:
+                continue
+            for signature, _spans in self.signatures.hits(message.encode("utf-8")):
+                hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, number, True, True))
+        return hits
+
+    def _message_of_frame(self, lines: list[str], start: int, end: int) -> str | None:
+        """The message of the statement the block's last frame names, as the release facts hold it: a
+        traceback prints only the first line of `raise ValueError(` whose text follows on the next ones."""
+        if self.statements is None:
+            return None
+        for index in range(end, start - 1, -1):
+            frame = FRAME_RE.match(lines[index])
+            if frame:
+                statement = self.statements(frame.group(1), int(frame.group(2)), frame.group(3))
+                return rebuilt_message(" ".join(part.strip() for part in statement.split("\n"))) if statement else None
+        return None
 
     def _score(self, hit: _Hit, blocks: list[Block]) -> float:
         score = BASE_SCORE + min(hit.specificity, MAX_SPECIFICITY) / 4
@@ -183,7 +216,7 @@ class Matcher:
             # a cascade (NCCL timeout, dead actor, SIGTERM) beside a crash the manual cannot name:
             # that crash is the likelier cause, so the cascade's entry is no diagnosis
             top.confidence = "low"
-        elif hit.on_exception and top.root_cause and not crash_after:
+        elif hit.on_exception and top.root_cause and not crash_after and not hit.rebuilt:
             top.confidence = "high"
         for match in matches[1:]:
             if best[match.code][1].block is None:

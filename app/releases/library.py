@@ -148,6 +148,16 @@ class ReleaseLibrary:
     def get(self, version: str) -> ReleaseFacts | None:
         return self.by_version.get(version) or self.by_version.get(_release_of(version, self.by_version))
 
+    def raised_statement(self, path: str, line: int, function: str) -> str | None:
+        """The `raise`/`assert` statement at ``path:line`` in the newest release whose code there is in
+        ``function``, its first lines as written; None when no release has one there."""
+        for facts in reversed(self.releases):
+            if facts.fits(path, line, function):
+                site = facts.raise_at(path, line)
+                if site is not None:
+                    return site.statement
+        return None
+
     def fitting(self, frames: list[tuple[str, int, str]]) -> list[ReleaseFacts]:
         """Releases whose code fits the most verl frames (path, line, function) of files verl ships; a frame
         a user patched or a fork moved does not rule out the release the others fit."""

@@ -14,7 +14,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from app import answers as a
-from app.manual import Manual, Refused
+from app.manual import Manual, Moved, Refused
 from app.ocr import ImageRejected
 from app.settings import Settings
 
@@ -80,7 +80,7 @@ def build_mcp(app: FastAPI, settings: Settings) -> MCPServer:
     def get_error(
         code: Annotated[str, Field(description="An entry code such as ROLL-001")], lang: str = "en"
     ) -> a.ErrorOut:
-        return _answer(lambda: manual().entry(code, lang="zh" if lang == "zh" else "en"))
+        return _answer(lambda: _entry_or_its_successor(manual(), code, "zh" if lang == "zh" else "en"))
 
     @server.tool(
         description="Record whether a fix worked; one vote per agent session and fix, a second replaces the first."
@@ -136,6 +136,14 @@ def mount_mcp(app: FastAPI, server: MCPServer, settings: Settings) -> None:
     )
     for route in mcp_app.routes:
         app.router.routes.append(route)
+
+
+def _entry_or_its_successor(manual: Manual, code: str, lang: str) -> a.ErrorOut:
+    """An agent cannot follow a redirect: a retired code answers with the entry it was folded into."""
+    try:
+        return manual.entry(code, lang=lang)
+    except Moved as moved:
+        return manual.entry(moved.now, lang=lang)
 
 
 def _answer(call):
