@@ -13,7 +13,7 @@ from app.ingest import ingest
 from app.manual import Manual
 from app.search.evaluate import figures, read_titles, run
 from app.search.index import open_generation
-from app.search.query import RERANK_POOL, SearchService, _by_coverage
+from app.search.query import RERANK_POOL, SearchService, _by_coverage, _documents_of
 from app.search.synonyms import DEFAULT_PATH, Synonyms
 from app.settings import ROOT, Settings
 
@@ -113,7 +113,8 @@ def test_the_first_page_is_the_best_of_every_match(search, generation):
             # the full ranking, each score weighed by the entry's prevalence as the page does
             scored = sorted(unpruned.results(), key=lambda h: -h.score * h["prevalence"])[:RERANK_POOL]
             # then re-weighed by what each entry is about, as the page does
-            ranked = _by_coverage(searcher, [(h.docnum, h.score * h["prevalence"]) for h in scored], parts)
+            found = _documents_of(searcher, parts)
+            ranked = _by_coverage(searcher, [(h.docnum, h.score * h["prevalence"]) for h in scored], parts, found)
             every = [searcher.stored_fields(docnum)["code"] for docnum, _ in ranked][:5]
             page = [hit.code for hit in search.search(case.title, limit=5, cached=False).hits]
             assert page == every, (case.title, page, every)

@@ -141,13 +141,15 @@ class SearchService:
         text = (text or "")[:MAX_QUERY_CHARS]
         parsed, parts = self._build(searcher, text)
         corrected = ""
-        matching = self._matching(searcher, parsed)
+        found = _documents_of(searcher, parts)
+        matching = set().union(*found)
         if not matching:
             corrected = self.correct(text)
             if corrected:
                 parsed, parts = self._build(searcher, corrected)
-                matching = self._matching(searcher, parsed)
-        needed = [(part.label, part.query) for part in parts if part.weight >= 1]
+                found = _documents_of(searcher, parts)
+                matching = set().union(*found)
+        needed = [(part.label, docs) for part, docs in zip(parts, found, strict=True) if part.weight >= 1]
         facets: dict[str, int] = {}
         for docnum in matching:
             name = self._categories[docnum]
@@ -158,23 +160,17 @@ class SearchService:
         if total:
             only = q.Term("category", category) if category else None
             results = _top(searcher, parsed, max(page * limit, RERANK_POOL), only, self._prevalence)
-            ranked = _by_coverage(searcher, [(hit.docnum, float(hit.score)) for hit in results], parts)
+            ranked = _by_coverage(searcher, [(hit.docnum, float(hit.score)) for hit in results], parts, found)
             words = _highlight_words(corrected or text)
             hits = [
                 _hit(searcher, docnum, score, words, lang)
                 for docnum, score in ranked[(page - 1) * limit : page * limit]
             ]
-            if needed and not q.And([query for _, query in needed]).matcher(searcher).is_active():
-                dropped = _missing_at(searcher, needed, ranked[0][0])
+            if needed and not frozenset.intersection(*(docs for _, docs in needed)):
+                # no entry has every word: name the ones the first hit lacks
+                dropped = [label for label, docs in needed if ranked[0][0] not in docs]
         suggestions = corrected.split() if corrected else []
         return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total), dropped=dropped)
-
-    @staticmethod
-    def _matching(searcher, parsed) -> list[int]:
-        """Every matching document, unscored: enough for the total and the category counts."""
-        if parsed is None:
-            return []
-        return list(parsed.matcher(searcher).all_ids())
 
     def fulltext(self, text: str, limit: int) -> list[tuple[str, float]]:
         """Return (code, score) pairs for the matcher's fallback."""
@@ -305,47 +301,28 @@ def _piece(reader, piece: Piece, fields: tuple[str, ...]) -> q.Query:
     return _union([*per_field, q.Term("code", whole.upper(), boost=10.0)])
 
 
-def _by_coverage(searcher, scored: list[tuple[int, float]], parts: list[_Part]) -> list[tuple[int, float]]:
+def _documents_of(searcher, parts: list[_Part]) -> list[frozenset[int]]:
+    """The documents each concept is found in, unscored: their union is every match (the total and the
+    category counts), and they tell which words a hit lacks and how much of the query it covers."""
+    return [frozenset(part.query.matcher(searcher).all_ids()) for part in parts]
+
+
+def _by_coverage(
+    searcher, scored: list[tuple[int, float]], parts: list[_Part], found: list[frozenset[int]]
+) -> list[tuple[int, float]]:
     """(docnum, score) pairs re-weighed by the share of the query's concepts each entry is about (see RERANK_POOL),
-    best first; the word score breaks ties and a light word counts at its weight."""
+    best first; the word score breaks ties and a light word counts at its weight. ``found``: ``_documents_of``."""
     total = sum(part.weight for part in parts)
     if not scored or total <= 0:
         return scored
-    docnums = sorted(docnum for docnum, _ in scored)
+    docnums = {docnum for docnum, _ in scored}
     covered = dict.fromkeys(docnums, 0.0)
-    for part in parts:
-        in_head = _found_in(searcher, part.head_query, docnums)
-        anywhere = _found_in(searcher, part.query, docnums)
+    for part, anywhere in zip(parts, found, strict=True):
+        in_head = {docnum for docnum in part.head_query.matcher(searcher).all_ids() if docnum in docnums}
         for docnum in docnums:
             covered[docnum] += part.weight * (1.0 if docnum in in_head else IN_BODY_ONLY if docnum in anywhere else 0.0)
     reweighed = [(docnum, score * (covered[docnum] / total) ** COVERAGE_EXPONENT) for docnum, score in scored]
     return sorted(reweighed, key=lambda pair: -pair[1])
-
-
-def _found_in(searcher, query: q.Query, docnums: list[int]) -> set[int]:
-    """Which of the (sorted) documents the query matches, skipping along one matcher."""
-    matcher = query.matcher(searcher)
-    found = set()
-    for docnum in docnums:
-        if not matcher.is_active():
-            break
-        if matcher.id() < docnum:
-            matcher.skip_to(docnum)
-        if matcher.is_active() and matcher.id() == docnum:
-            found.add(docnum)
-    return found
-
-
-def _missing_at(searcher, parts, docnum: int) -> list[str]:
-    """The concepts a document lacks, by the user's own words."""
-    missing = []
-    for label, query in parts:
-        matcher = query.matcher(searcher)
-        if matcher.is_active():
-            matcher.skip_to(docnum)
-        if not (matcher.is_active() and matcher.id() == docnum):
-            missing.append(label)
-    return missing
 
 
 def _hit(searcher, docnum: int, score: float, words: re.Pattern | None, lang: str) -> Hit:
