@@ -58,6 +58,19 @@ def test_gpu_oom_slang_finds_a_gpu_oom_entry_first(search):
     assert search.search("训练爆显存").hits[0].code in {"TRAIN-002", "ROLL-011", "MEG-020", "ROLL-127", "ENV-012"}
 
 
+@pytest.mark.parametrize(
+    "query,codes",
+    [
+        ("训练时显存炸了", {"TRAIN-002", "ROLL-011", "MEG-020"}),  # GPU memory blew up
+        ("内存突然炸了", {"DIST-007"}),  # host RAM blew up: the other side of the 显存 / 内存 divide
+        ("rollout的时候崩了", {"ROLL-004", "ROLL-005", "ROLL-006", "ROLL-010"}),
+    ],
+)
+def test_chinese_slang_for_memory_and_crashes_finds_its_group(search, query, codes):
+    # none of these phrasings is written in an entry: the synonym groups carry them
+    assert search.search(query, lang="zh").hits[0].code in codes
+
+
 def test_a_chinese_sentence_without_spaces_finds_its_symptom(search):
     # the example of issue 19: it returned nothing, although start-up hangs have entries
     result = search.search("初始化模型卡住", lang="zh")
