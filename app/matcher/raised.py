@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from app.matcher.blocks import FRAME_RE
+
 RAISE_RE = re.compile(r"\s*raise\s+([A-Za-z_][\w.]{0,200})\s*\((.{0,2000})$")
 ASSERT_RE = re.compile(r"\s*assert\s.{0,2000}?,\s*\(?\s*((?:[rRbBuUfF]{0,2})[\"'].{0,2000})$")
 # one string literal, with its prefix (f, r, ...); the caller joins adjacent ones as Python does
@@ -21,13 +23,20 @@ CARET_RE = re.compile(r"[\^~]+")
 PLACEHOLDER = "0"
 
 
-def last_statement(lines: list[str], start: int, end: int) -> int | None:
-    """The index of a block's last code line: blank lines and the ^ markers of Python 3.11+ skipped."""
+def last_statement(lines: list[str], start: int, end: int) -> tuple[int, str] | None:
+    """Where a block's last statement starts, and its code: the lines after the last frame line (Python 3.13
+    prints a multi-line statement whole), blank lines and the ^ markers of Python 3.11+ left out."""
+    code: list[tuple[int, str]] = []
     for index in range(end, start - 1, -1):
         text = lines[index].strip()
+        if FRAME_RE.match(lines[index]):
+            break
         if text and not CARET_RE.fullmatch(text):
-            return index
-    return None
+            code.append((index, text))
+    if not code:
+        return None
+    code.reverse()
+    return code[0][0], " ".join(text for _, text in code)
 
 
 def rebuilt_message(code_line: str) -> str | None:

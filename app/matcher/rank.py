@@ -130,10 +130,11 @@ class Matcher:
         for number, block in enumerate(blocks):
             if not (block.truncated and block.kind == "traceback"):
                 continue
-            line = last_statement(paste.lines, block.start, block.end)
-            if line is None:
+            statement = last_statement(paste.lines, block.start, block.end)
+            if statement is None:
                 continue
-            message = rebuilt_message(paste.lines[line]) or self._message_of_frame(paste.lines, block.start, line)
+            line, code = statement
+            message = rebuilt_message(code) or self._message_of_frame(paste.lines, block.start, line)
             if message is None:
                 continue
             for signature, _spans in self.signatures.hits(message.encode("utf-8")):
