@@ -60,3 +60,15 @@ def test_a_traceback_cut_after_its_raise_is_answered_but_not_with_certainty(matc
 def test_a_cut_traceback_whose_last_line_raises_nothing_stays_unanswered(matcher):
     cut = CUT_ASSERT.replace('assert config.algorithm.adv_estimator in [AdvantageEstimator.GRPO], "only', "x = ('only")
     assert not [match for match in matcher.diagnose(cut).matches if match.confidence != "low"]
+
+
+def test_a_statement_printed_over_several_lines_gives_its_message(matcher):
+    # Python 3.13 prints a multi-line statement whole; the message is on its second line
+    printed = CUT_ASSERT.replace(
+        ', "only GRPO is tested for multi-turn with tool"',
+        ', (\n        "only GRPO is tested for multi-turn with tool"\n    )',
+    )
+    assert printed.count("\n") == CUT_ASSERT.count("\n") + 2
+    top = matcher.diagnose(printed).matches[0]
+    assert (top.code, top.confidence) == ("AGENT-010", "medium")
+    assert top.matched_line.startswith("assert config.algorithm.adv_estimator")
