@@ -164,7 +164,8 @@ def test_examples_broken_between_words_mostly_keep_their_answer(catalog_and_matc
     "pattern,text,matches",
     [
         (r"desired GPU memory utilization", "desired\nGPU memory utilization", True),
-        (r"desired GPU memory utilization", "desired  \n   GPU memory utilization", True),
+        (r"desired GPU memory utilization", "desired\n   GPU memory utilization", True),
+        (r"dimension 1\. Target sizes", "dimension 1.  Target sizes", True),
         # a blank line is a new paragraph, not a wrap
         (r"desired GPU memory utilization", "desired\n\nGPU memory utilization", False),
         # an escaped space and a space inside a class stay what they were
