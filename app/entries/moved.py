@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.entries.model import CODE_RE
+from app.entries.tables import HeaderError, table_rows
 
 MOVED_FILE = "moved.tsv"
 HEADER = "code\tnow\twhy"
@@ -27,16 +28,13 @@ class Move:
 
 def read_moves(path: Path) -> tuple[dict[str, Move], list[tuple[int, str]]]:
     """Return the moves by old code and the problems found as (line, message); a missing file is an empty table."""
-    if not path.exists():
-        return {}, []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines[0] != HEADER:
-        return {}, [(1, f"the first line must be the header {HEADER!r}")]
+    try:
+        rows = table_rows(path, HEADER)
+    except HeaderError as exc:
+        return {}, [(1, str(exc))]
     moves: dict[str, Move] = {}
     problems: list[tuple[int, str]] = []
-    for number, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for number, line in rows:
         cells = line.split("\t")
         if len(cells) != 3 or not all(cell.strip() for cell in cells):
             problems.append((number, "a row is the old code, the code it moved to and why, tab-separated"))

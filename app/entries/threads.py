@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.entries.tables import HeaderError, table_rows
+
 THREADS_FILE = "threads.tsv"
 HEADER = "url\ttitle"
 THREAD_URL_RE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$")
@@ -31,16 +33,13 @@ def thread_key(url: str) -> str:
 
 def read_threads(path: Path) -> tuple[dict[str, Thread], list[tuple[int, str]]]:
     """Return the threads by URL and the problems found as (line, message); a missing file is an empty table."""
-    if not path.exists():
-        return {}, []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines[0] != HEADER:
-        return {}, [(1, f"the first line must be the header {HEADER!r}")]
+    try:
+        rows = table_rows(path, HEADER)
+    except HeaderError as exc:
+        return {}, [(1, str(exc))]
     threads: dict[str, Thread] = {}
     problems: list[tuple[int, str]] = []
-    for number, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for number, line in rows:
         url, tab, title = line.partition("\t")
         if not tab or not title.strip() or "\t" in title:
             problems.append((number, "a row is a thread URL, one tab, and its title"))
