@@ -46,6 +46,7 @@ from app.votes import EntryVotes, VoteCountCache, entry_votes, fix_stats, ranked
 from app.voting import Ballot, Moved, Refused
 
 MAX_ERROR_QUERY = 2000  # longer text is a paste, not a search: the paste page answers it
+MAX_CODE_QUERY = 16  # "AGENT-520" and a few spaces: longer text is no code
 PAGE_CACHE_SIZE = 1024  # rendered pages, entry answers and their JSON kept per generation (about 20 KB each)
 __all__ = ["Manual", "Moved", "Refused", "Resources"]
 
@@ -240,7 +241,9 @@ class Manual:
         """Full-text search; ``record`` counts a submitted search (first page only) for the insights."""
         if self.index is None:
             raise Refused(503, self.notice or "the search index is not loaded")
-        result = self.index.search(query, category=category, lang=lang, limit=limit, page=page)
+        # a retired code searched on its own finds the entry it was folded into
+        moved = self.catalog.moved_to(query.strip()) if len(query) <= MAX_CODE_QUERY else None
+        result = self.index.search(moved or query, category=category, lang=lang, limit=limit, page=page)
         if page == 1:
             result = self._error_lines_first(query, result, category=category, lang=lang, limit=limit)
         if record is not None and page == 1 and self.recorder is not None:

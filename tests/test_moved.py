@@ -53,3 +53,11 @@ def test_a_move_to_a_moved_code_names_the_final_entry(content_dir, release):
     _write(content_dir, "ROLL-950\tROLL-951\tfolded", "ROLL-951\tROLL-901\tfolded")
     messages = [str(problem) for problem in check_content(content_dir, release)[1]]
     assert messages == [f"{content_dir / 'moved.tsv'}:2: ROLL-951 moved too: point ROLL-950 at ROLL-901"]
+
+
+def test_searching_a_moved_code_finds_the_entry_it_became(settings, content_dir):
+    _write(content_dir, "ROLL-950\tROLL-901\tthe same failure, written twice")
+    ingest(settings)
+    with TestClient(create_app(settings)) as client:
+        hits = client.get("/api/v1/search", params={"q": " roll-950 "}).json()["hits"]
+        assert hits and hits[0]["code"] == "ROLL-901"
