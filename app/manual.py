@@ -294,6 +294,11 @@ class Manual:
             self.recorder.opened(query)
 
     def entry_votes(self, code: str) -> EntryVotes:
+        if self.resources.vote_counts is not None:
+            return self.resources.vote_counts.entry(code, lambda: self._read_entry_votes(code))
+        return self._read_entry_votes(code)
+
+    def _read_entry_votes(self, code: str) -> EntryVotes:
         with self.session() as session:
             return entry_votes(session=session, code=code)
 

@@ -74,8 +74,9 @@ class Settings(BaseSettings):
         1.0,
         ge=0,
         le=3600,
-        description="Seconds a server reuses its snapshot of the vote counts shown beside matches "
-        "and lists (0 reads them for every answer); its own votes refresh it at once, other replicas' within this time.",
+        description="Seconds a server reuses its snapshot of the vote counts shown beside matches, in lists "
+        "and on entry pages (0 reads them for every answer); its own votes refresh it at once, other replicas' within "
+        "this time.",
     )
     max_concurrent_requests: int = Field(
         4,

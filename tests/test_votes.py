@@ -11,11 +11,12 @@ import httpx
 import pytest
 from sqlmodel import Session, func, select
 
+from app.entries import load_catalog_strict
 from app.ingest import ingest
 from app.settings import Settings
 from app.store.db import make_engine
 from app.store.tables import Vote
-from app.votes import FixStats, wilson_lower_bound
+from app.votes import FixStats, record_vote, wilson_lower_bound
 from app.web.app import create_app
 from app.web.identity import VOTER_COOKIE, read_voter
 from tests.conftest import LiveServer
@@ -236,3 +237,28 @@ def test_a_vote_shows_in_the_next_diagnosis_although_counts_are_cached(vote_sett
         assert counts() == (1, 0)
         assert client.post(VOTE_URL, json={"worked": False}).status_code == 201
         assert counts() == (0, 1)
+
+
+def test_entry_pages_reuse_the_vote_snapshot_and_a_vote_here_refreshes_it(vote_settings):
+    """An entry page read its votes with one query per request; now it reuses the snapshot for the TTL (an hour
+    here): a vote stored by another replica shows later, one cast on this server at once."""
+    settings = vote_settings.model_copy(update={"vote_counts_ttl": 3600.0})
+    ingest(settings)
+    with LiveServer(create_app(settings)) as server, httpx.Client(base_url=server.url) as client:
+
+        def counts():
+            fix = next(fix for fix in client.get("/api/v1/errors/ROLL-901").json()["fixes"] if fix["id"] == FIX)
+            return fix["votes_up"], fix["votes_down"]
+
+        assert counts() == (0, 0)  # the snapshot of ROLL-901's votes is taken here
+        fix = next(fix for fix in load_catalog_strict(settings.content_dir).get("ROLL-901").meta.fixes if fix.id == FIX)
+        engine = make_engine(settings)
+        with Session(engine) as session:  # another replica's vote, straight into the shared table
+            record_vote(
+                session=session, code="ROLL-901", fix_id=FIX, fix_hash=fix.content_hash, voter="replica-2", worked=True
+            )
+            session.commit()
+        engine.dispose()
+        assert counts() == (0, 0)
+        assert client.post(VOTE_URL, json={"worked": False}).status_code == 201
+        assert counts() == (1, 1)
