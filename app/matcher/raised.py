@@ -23,25 +23,29 @@ CARET_RE = re.compile(r"[\^~]+")
 PLACEHOLDER = "0"
 
 
-def last_statement(lines: list[str], start: int, end: int) -> tuple[int, str] | None:
-    """Where a block's last statement starts, and its code: the lines after the last frame line (Python 3.13
-    prints a multi-line statement whole), blank lines and the ^ markers of Python 3.11+ left out."""
+def last_statement(lines: list[str], start: int, end: int) -> tuple[int | None, int, str] | None:
+    """A block's last frame line (its index, None when the block shows none), where the statement below it
+    starts, and that statement's code: the lines after the frame line (Python 3.13 prints a multi-line statement
+    whole), blank lines and the ^ markers of Python 3.11+ left out."""
+    frame: int | None = None
     code: list[tuple[int, str]] = []
     for index in range(end, start - 1, -1):
-        text = lines[index].strip()
         if FRAME_RE.match(lines[index]):
+            frame = index
             break
+        text = lines[index].strip()
         if text and not CARET_RE.fullmatch(text):
             code.append((index, text))
     if not code:
         return None
     code.reverse()
-    return code[0][0], " ".join(text for _, text in code)
+    return frame, code[0][0], "\n".join(text for _, text in code)
 
 
-def rebuilt_message(code_line: str) -> str | None:
-    """The exception line the statement on ``code_line`` prints, its values unknown, or None when the line is
-    no `raise X("...")` or `assert ..., "..."` with a string literal."""
+def rebuilt_message(code: str) -> str | None:
+    """The exception line the statement ``code`` (one line or several) prints, its values unknown, or None when it
+    is no `raise X("...")` or `assert ..., "..."` with a string literal."""
+    code_line = " ".join(part.strip() for part in code.split("\n"))
     raised = RAISE_RE.match(code_line)
     if raised:
         kind, arguments = raised.group(1).rsplit(".", 1)[-1], raised.group(2)

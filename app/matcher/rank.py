@@ -133,25 +133,34 @@ class Matcher:
             statement = last_statement(paste.lines, block.start, block.end)
             if statement is None:
                 continue
-            line, code = statement
-            message = rebuilt_message(code) or self._message_of_frame(paste.lines, block.start, line)
+            frame, line, code = statement
+            message = rebuilt_message(code)
+            if message is None and frame is not None:
+                message = self._message_of_frame(paste.lines[frame])
             if message is None:
                 continue
             for signature, _spans in self.signatures.hits(message.encode("utf-8")):
-                hits.append(_Hit(signature.code, signature.pattern, signature.specificity, line, number, True, True))
+                hits.append(
+                    _Hit(
+                        signature.code,
+                        signature.pattern,
+                        signature.specificity,
+                        line,
+                        number,
+                        on_exception=True,
+                        rebuilt=True,
+                    )
+                )
         return hits
 
-    def _message_of_frame(self, lines: list[str], start: int, end: int) -> str | None:
-        """The message of the statement the block's last frame names, as the release facts hold it: a
-        traceback prints only the first line of `raise ValueError(` whose text follows on the next ones."""
-        if self.statements is None:
+    def _message_of_frame(self, frame_line: str) -> str | None:
+        """The message of the statement a frame line names, as the release facts hold it: a traceback prints
+        only the first line of `raise ValueError(` whose text follows on the next ones."""
+        frame = FRAME_RE.match(frame_line)
+        if self.statements is None or frame is None:
             return None
-        for index in range(end, start - 1, -1):
-            frame = FRAME_RE.match(lines[index])
-            if frame:
-                statement = self.statements(frame.group(1), int(frame.group(2)), frame.group(3))
-                return rebuilt_message(" ".join(part.strip() for part in statement.split("\n"))) if statement else None
-        return None
+        statement = self.statements(frame.group(1), int(frame.group(2)), frame.group(3))
+        return rebuilt_message(statement) if statement else None
 
     def _score(self, hit: _Hit, blocks: list[Block]) -> float:
         score = BASE_SCORE + min(hit.specificity, MAX_SPECIFICITY) / 4
