@@ -39,7 +39,8 @@ class Findings:
         """The verl statement a frame line names (`File ".../verl/trainer/x.py", line 12, in f`), from the
         release facts: what the matcher rebuilds a cut traceback's message from."""
         path = Frame(printed_path, line, function).verl_path
-        return self.library.raised_statement(path, line, function) if path else None
+        found = self.library.raise_site(path, line, function) if path else None
+        return found[1].statement if found else None
 
     @property
     def missing(self) -> str | None:
@@ -59,7 +60,7 @@ class Findings:
         sites = []
         for number in range(len(diagnosis.blocks) - 1, -1, -1):
             site = raise_site_finding(
-                number, diagnosis.blocks[number], frames[number], paste.lines, releases, self.library.releases
+                number, diagnosis.blocks[number], frames[number], paste.lines, releases, self.library
             )
             if site is not None:
                 site["verl_version_source"] = source

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.matcher.blocks import FRAME_RE, Block
-from app.releases import RaiseSite, ReleaseFacts
+from app.releases import RaiseSite, ReleaseFacts, ReleaseLibrary
 
 SOURCE_URL = "https://github.com/verl-project/verl/blob/v{version}/{path}#L{line}"
 MAX_MESSAGE_CHARS = 1000
@@ -54,21 +54,18 @@ def raise_site_finding(
     frames: list[Frame],
     lines: list[str],
     releases: list[ReleaseFacts],
-    every_release: list[ReleaseFacts] = (),
+    library: ReleaseLibrary,
 ) -> dict | None:
     """The statement that raised ``block`` (its ``root_frames``): looked up in ``releases`` (the user's, as
     far as known), then in any other release whose function at that line has the printed name (a checkout
     between releases)."""
     if frames and frames[-1].verl_path:
         last = frames[-1]
-        others = [facts for facts in reversed(every_release) if facts not in releases]
-        fitting = [facts for facts in [*releases, *others] if facts.fits(last.verl_path, last.line, last.function)]
-        for facts in fitting:  # a release where that very line is a raise or an assert explains it best
-            site = facts.raise_at(last.verl_path, last.line)
-            if site is not None:
-                return _finding(block_number, facts, site, "frame")
-        for facts in fitting:  # else the line itself failed (`batch[key]`, an attribute, a call)
-            text = facts.source_line(last.verl_path, last.line)
+        found = library.raise_site(last.verl_path, last.line, last.function, releases)
+        if found is not None:  # a release where that very line is a raise or an assert explains it best
+            return _finding(block_number, *found, "frame")
+        for facts in library.fitting_frame(last.verl_path, last.line, last.function, releases):
+            text = facts.source_line(last.verl_path, last.line)  # else the line itself failed (`batch[key]`, a call)
             if text is not None and text.strip():
                 site = RaiseSite(last.verl_path, last.line, last.line, last.function, "", text, "", "")
                 return _finding(block_number, facts, site, "frame")

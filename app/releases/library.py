@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from app.releases.facts import FACTS_VERSION, ReleaseFacts
+from app.releases.facts import FACTS_VERSION, RaiseSite, ReleaseFacts
 from app.releases.wheel_reader import read_wheel_facts
 
 log = logging.getLogger(__name__)
@@ -148,14 +148,21 @@ class ReleaseLibrary:
     def get(self, version: str) -> ReleaseFacts | None:
         return self.by_version.get(version) or self.by_version.get(_release_of(version, self.by_version))
 
-    def raised_statement(self, path: str, line: int, function: str) -> str | None:
-        """The `raise`/`assert` statement at ``path:line`` in the newest release whose code there is in
-        ``function``, its first lines as written; None when no release has one there."""
-        for facts in reversed(self.releases):
-            if facts.fits(path, line, function):
-                site = facts.raise_at(path, line)
-                if site is not None:
-                    return site.statement
+    def fitting_frame(self, path: str, line: int, function: str, first: list[ReleaseFacts] = ()) -> list[ReleaseFacts]:
+        """The releases whose code at ``path:line`` is in ``function``: those of ``first`` (the user's, as far as
+        known) in their order, then every other release, newest first (a checkout between releases)."""
+        others = [facts for facts in reversed(self.releases) if facts not in first]
+        return [facts for facts in [*first, *others] if facts.fits(path, line, function)]
+
+    def raise_site(
+        self, path: str, line: int, function: str, first: list[ReleaseFacts] = ()
+    ) -> tuple[ReleaseFacts, RaiseSite] | None:
+        """The `raise`/`assert` statement at ``path:line`` in the first of ``fitting_frame``'s releases that has
+        one there, with that release; None when none has."""
+        for facts in self.fitting_frame(path, line, function, first):
+            site = facts.raise_at(path, line)
+            if site is not None:
+                return facts, site
         return None
 
     def fitting(self, frames: list[tuple[str, int, str]]) -> list[ReleaseFacts]:
