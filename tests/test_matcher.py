@@ -244,6 +244,28 @@ def test_with_cascades_only_the_first_to_appear_leads():
     assert not matches[0].root_cause and matches[0].confidence == "medium"
 
 
+def test_a_peft_weight_name_in_a_vllm_traceback_is_the_vllm_entry_not_the_sglang_one():
+    # the same 'base_model.model....base_layer.weight' name reaches vLLM's load_weights or SGLang's: which engine
+    # raised decides the fix, so the SGLang entry (LORA-560) must not claim a vLLM traceback
+    catalog = load_catalog_strict(ROOT / "content" / "errors")
+    name = "'base_model.model.model.layers.0.self_attn.qkv_proj.base_layer.weight'"
+    vllm_side = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py", line 334, in update_params',
+            "    model.load_weights(((name, param) for name, param in updated_params.items()))",
+            '  File "/usr/local/lib/python3.10/site-packages/vllm/model_executor/models/qwen2.py", line 391, in '
+            "load_weights",
+            "    param = params_dict[name]",
+            f"KeyError: {name}",
+        ]
+    )
+    matcher = Matcher(catalog)
+    assert [match.code for match in matcher.diagnose(vllm_side).matches][:1] == ["LORA-400"]
+    assert "LORA-560" not in [match.code for match in matcher.diagnose(vllm_side).matches]
+    assert matcher.diagnose(f"SGLang + LoRA: KeyError: {name}").matches[0].code == "LORA-560"
+
+
 def test_a_signature_set_over_its_memory_budget_names_the_costliest_signature(tmp_path):
     from app.matcher import SignatureError
     from app.matcher.signatures import SignatureSet
