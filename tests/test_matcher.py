@@ -261,8 +261,8 @@ def test_a_peft_weight_name_in_a_vllm_traceback_is_the_vllm_entry_not_the_sglang
         ]
     )
     matcher = Matcher(catalog)
-    assert [match.code for match in matcher.diagnose(vllm_side).matches][:1] == ["LORA-400"]
-    assert "LORA-560" not in [match.code for match in matcher.diagnose(vllm_side).matches]
+    codes = [match.code for match in matcher.diagnose(vllm_side).matches]
+    assert codes[:1] == ["LORA-400"] and "LORA-560" not in codes
     assert matcher.diagnose(f"SGLang + LoRA: KeyError: {name}").matches[0].code == "LORA-560"
 
 

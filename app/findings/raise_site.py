@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.matcher.blocks import FRAME_RE, Block
-from app.releases import RaiseSite, ReleaseFacts, ReleaseLibrary
+from app.releases import RaiseSite, ReleaseFacts, ReleaseLibrary, first_raise_site
 
 SOURCE_URL = "https://github.com/verl-project/verl/blob/v{version}/{path}#L{line}"
 MAX_MESSAGE_CHARS = 1000
@@ -61,10 +61,11 @@ def raise_site_finding(
     between releases)."""
     if frames and frames[-1].verl_path:
         last = frames[-1]
-        found = library.raise_site(last.verl_path, last.line, last.function, releases)
+        fitting = library.fitting_frame(last.verl_path, last.line, last.function, releases)
+        found = first_raise_site(fitting, last.verl_path, last.line)
         if found is not None:  # a release where that very line is a raise or an assert explains it best
             return _finding(block_number, *found, "frame")
-        for facts in library.fitting_frame(last.verl_path, last.line, last.function, releases):
+        for facts in fitting:
             text = facts.source_line(last.verl_path, last.line)  # else the line itself failed (`batch[key]`, a call)
             if text is not None and text.strip():
                 site = RaiseSite(last.verl_path, last.line, last.line, last.function, "", text, "", "")

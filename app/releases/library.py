@@ -154,16 +154,10 @@ class ReleaseLibrary:
         others = [facts for facts in reversed(self.releases) if facts not in first]
         return [facts for facts in [*first, *others] if facts.fits(path, line, function)]
 
-    def raise_site(
-        self, path: str, line: int, function: str, first: list[ReleaseFacts] = ()
-    ) -> tuple[ReleaseFacts, RaiseSite] | None:
-        """The `raise`/`assert` statement at ``path:line`` in the first of ``fitting_frame``'s releases that has
-        one there, with that release; None when none has."""
-        for facts in self.fitting_frame(path, line, function, first):
-            site = facts.raise_at(path, line)
-            if site is not None:
-                return facts, site
-        return None
+    def raise_site(self, path: str, line: int, function: str) -> tuple[ReleaseFacts, RaiseSite] | None:
+        """The `raise`/`assert` statement at ``path:line`` in the newest release whose code there is in
+        ``function`` and has one there, with that release; None when none has."""
+        return first_raise_site(self.fitting_frame(path, line, function), path, line)
 
     def fitting(self, frames: list[tuple[str, int, str]]) -> list[ReleaseFacts]:
         """Releases whose code fits the most verl frames (path, line, function) of files verl ships; a frame
@@ -172,6 +166,15 @@ class ReleaseLibrary:
         scores = {facts.version: sum(facts.fits(*frame) for frame in shipped) for facts in self.releases}
         best = max(scores.values(), default=0)
         return [facts for facts in self.releases if best and scores[facts.version] == best]
+
+
+def first_raise_site(releases: list[ReleaseFacts], path: str, line: int) -> tuple[ReleaseFacts, RaiseSite] | None:
+    """The first of ``releases`` whose line ``path:line`` is a `raise` or an `assert`, with that statement."""
+    for facts in releases:
+        site = facts.raise_at(path, line)
+        if site is not None:
+            return facts, site
+    return None
 
 
 def _release_of(version: str, known: dict) -> str | None:
