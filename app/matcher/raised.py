@@ -23,15 +23,15 @@ CARET_RE = re.compile(r"[\^~]+")
 PLACEHOLDER = "0"
 
 
-def last_statement(lines: list[str], start: int, end: int) -> tuple[int | None, int, str] | None:
-    """A block's last frame line (its index, None when the block shows none), where the statement below it
-    starts, and that statement's code: the lines after the frame line (Python 3.13 prints a multi-line statement
-    whole), blank lines and the ^ markers of Python 3.11+ left out."""
-    frame: int | None = None
+def last_statement(lines: list[str], start: int, end: int) -> tuple[re.Match | None, int, str] | None:
+    """A block's last frame line (its match: path, line number, function; None when the block shows none), where
+    the statement below it starts, and that statement's code: the lines after the frame line (Python 3.13 prints a
+    multi-line statement whole), blank lines and the ^ markers of Python 3.11+ left out."""
+    frame: re.Match | None = None
     code: list[tuple[int, str]] = []
     for index in range(end, start - 1, -1):
-        if FRAME_RE.match(lines[index]):
-            frame = index
+        frame = FRAME_RE.match(lines[index])
+        if frame:
             break
         text = lines[index].strip()
         if text and not CARET_RE.fullmatch(text):

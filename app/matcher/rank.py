@@ -136,7 +136,7 @@ class Matcher:
             frame, line, code = statement
             message = rebuilt_message(code)
             if message is None and frame is not None:
-                message = self._message_of_frame(paste.lines[frame])
+                message = self._message_of_frame(frame)
             if message is None:
                 continue
             for signature, _spans in self.signatures.hits(message.encode("utf-8")):
@@ -153,11 +153,10 @@ class Matcher:
                 )
         return hits
 
-    def _message_of_frame(self, frame_line: str) -> str | None:
+    def _message_of_frame(self, frame: re.Match) -> str | None:
         """The message of the statement a frame line names, as the release facts hold it: a traceback prints
         only the first line of `raise ValueError(` whose text follows on the next ones."""
-        frame = FRAME_RE.match(frame_line)
-        if self.statements is None or frame is None:
+        if self.statements is None:
             return None
         statement = self.statements(frame.group(1), int(frame.group(2)), frame.group(3))
         return rebuilt_message(statement) if statement else None
