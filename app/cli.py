@@ -323,18 +323,13 @@ def votes_report_command(
     """Fixes that fail most, and entries with no working fix."""
     import json
 
-    from sqlmodel import Session
+    from app.manual import Manual
 
-    from app.entries import load_catalog_strict
-    from app.store.db import make_engine, migrate
-    from app.votes import fix_stats, votes_report
-
-    settings = _settings()
-    engine = make_engine(settings)
-    migrate(engine, settings)
-    with Session(engine) as session:
-        report = votes_report(load_catalog_strict(settings.content_dir), fix_stats(session=session), top=top)
-    engine.dispose()
+    manual = Manual.open_records(_settings())
+    try:
+        report = manual.votes_report(top=top)
+    finally:
+        manual.close()
     if as_json:
         print(
             json.dumps(
@@ -368,24 +363,18 @@ def votes_export(
     """Every vote as CSV (no voter ids or addresses)."""
     import csv
 
-    from sqlmodel import Session
+    from app.manual import Manual
 
-    from app.store.db import make_engine, migrate
-    from app.votes import export_rows
-
-    settings = _settings()
-    engine = make_engine(settings)
-    migrate(engine, settings)
+    manual = Manual.open_records(_settings())
     handle = open(output, "w", newline="", encoding="utf-8") if output else sys.stdout
     try:
         writer = csv.writer(handle)
-        with Session(engine) as session:
-            for row in export_rows(session=session):
-                writer.writerow(row)
+        for row in manual.vote_rows():
+            writer.writerow(row)
     finally:
         if output:
             handle.close()
-        engine.dispose()
+        manual.close()
 
 
 @cli.command()
@@ -396,11 +385,14 @@ def insights(
     """What the manual could not answer: missed errors, searches, wrong matches, failing fixes."""
     import json
 
-    from app.entries import load_catalog_strict
-    from app.insights.maintenance import report
+    from app.manual import Manual
 
     settings = _settings()
-    data = report(settings, load_catalog_strict(settings.content_dir), top=top)
+    manual = Manual.open_records(settings)
+    try:
+        data = manual.insights(top=top, purge=True).model_dump(mode="json")
+    finally:
+        manual.close()
     if as_json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return
@@ -423,7 +415,7 @@ def new(
     """Start an entry: `<CODE>.md` and `<CODE>.zh.md` with the exception, a signature generalised from the line
     and proved against every other entry's examples, the line as first example; TODO marks the rest."""
     from app.entries import load_catalog
-    from app.insights.maintenance import stored_fingerprint
+    from app.manual import Manual
     from app.scaffold import ScaffoldRefused, draft_entry, draft_from_fingerprint, write_draft
 
     if (from_line is None) == (from_fingerprint is None):
@@ -437,7 +429,11 @@ def new(
             line = sys.stdin.read() if from_line == "-" else from_line
             draft = draft_entry(catalog, settings.content_dir, line, chosen)
         else:
-            found = stored_fingerprint(settings, from_fingerprint)
+            manual = Manual.open_records(settings, catalog=catalog)
+            try:
+                found = manual.missed_fingerprint(from_fingerprint)
+            finally:
+                manual.close()
             if found is None:
                 err.print(f"kb new: no recorded fingerprint {from_fingerprint!r} (see `kb insights`)", markup=False)
                 raise typer.Exit(2)

@@ -12,6 +12,8 @@ import html
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
+from functools import cached_property
 from typing import Literal
 
 from sqlalchemy.engine import Engine
@@ -22,9 +24,11 @@ from app import answers as a
 from app.entries import Catalog, Entry, load_catalog_strict
 from app.entry_markdown import entry_markdown
 from app.findings import Findings
+from app.insights.fingerprint import ID_RE
 from app.insights.recorder import Recorder
 from app.insights.report import TOP as INSIGHTS_TOP
 from app.insights.report import insights_data
+from app.insights.store import fingerprint_row, purge_expired
 from app.lru import LRU
 from app.matcher import CONFIDENT, Matcher
 from app.matcher.normalise import normalise
@@ -32,7 +36,8 @@ from app.ocr import ImageReader
 from app.search import index as search_index
 from app.search.query import Hit, SearchResult, SearchService
 from app.settings import Settings
-from app.store.db import make_engine
+from app.store.db import make_engine, migrate, session_scope
+from app.store.tables import FingerprintRow, utcnow
 from app.views import (
     browse_answer,
     categories_answer,
@@ -42,7 +47,16 @@ from app.views import (
     pick,
     search_answer,
 )
-from app.votes import EntryVotes, VoteCountCache, entry_votes, fix_stats, ranked_fixes
+from app.votes import (
+    EntryVotes,
+    VoteCountCache,
+    VotesReport,
+    entry_votes,
+    export_rows,
+    fix_stats,
+    ranked_fixes,
+    votes_report,
+)
 from app.voting import Ballot, Moved, Refused
 
 MAX_ERROR_QUERY = 2000  # longer text is a paste, not a search: the paste page answers it
@@ -84,6 +98,14 @@ class Resources:
         engine = make_engine(settings) if has_database else None  # no file is created for a one-shot command
         return cls(settings, engine, Findings.from_settings(settings), tolerant=True)
 
+    @classmethod
+    def for_records(cls, settings: Settings) -> Resources:
+        """The maintainers' commands read and prune what the server stored: the database must be there (it is
+        created and migrated when missing) and a failing read is said, not hidden."""
+        engine = make_engine(settings)
+        migrate(engine, settings)
+        return cls(settings, engine, Findings.from_settings(settings))
+
 
 class Manual:
     """One generation of the manual and everything asked of it."""
@@ -102,9 +124,6 @@ class Manual:
         self.settings = resources.settings
         self.catalog = catalog
         self.index = index
-        self.matcher = Matcher(
-            catalog, fulltext=index.fulltext if index else None, statements=resources.findings.raised_statement
-        )
         self.content_hash = content_hash
         self.notice = notice  # what this generation lacks (full-text suggestions), said to the user
         self.rebuilt = rebuilt  # the index was rebuilt to match the checkout
@@ -134,11 +153,35 @@ class Manual:
                 catalog = load_catalog_strict(generation.content_dir)
         index = SearchService(generation, cache_size=settings.search_cache_size) if notice is None else None
         content_hash = index.content_hash if index else search_index.build_hash(catalog)
-        return cls(
+        manual = cls(
             resources or Resources.for_command(settings), catalog, index, content_hash, notice=notice, rebuilt=rebuilt
         )
+        manual.matcher  # noqa: B018 (compiled now, so no paste waits for it and no two threads build it)
+        return manual
+
+    @classmethod
+    def open_records(cls, settings: Settings, *, catalog: Catalog | None = None) -> Manual:
+        """The checkout's entries (or ``catalog``: `kb new` reads them leniently, a draft being half written) and
+        the database, without the search index: what `kb votes`, `kb insights` and `kb new` need, so they neither
+        build an index nor wait for one. Call ``close`` when done."""
+        catalog = catalog if catalog is not None else load_catalog_strict(settings.content_dir)
+        return cls(Resources.for_records(settings), catalog, None, search_index.build_hash(catalog))
+
+    def close(self) -> None:
+        """Return the database connections (a command's manual; the server's engine outlives its manuals)."""
+        if self.resources.engine is not None:
+            self.resources.engine.dispose()
 
     # plumbing shared by the calls below
+
+    @cached_property
+    def matcher(self) -> Matcher:
+        """Built on first use: the records commands never diagnose, and compiling every signature costs ~0.5 s."""
+        return Matcher(
+            self.catalog,
+            fulltext=self.index.fulltext if self.index else None,
+            statements=self.resources.findings.raised_statement,
+        )
 
     @property
     def findings(self) -> Findings:
@@ -370,10 +413,31 @@ class Manual:
         with self.session() as session:
             return self._ballot().match_feedback(session, entry, fingerprint, voter=voter, client=client, right=right)
 
-    def insights(self, *, top: int = INSIGHTS_TOP) -> a.InsightsOut:
-        """What the manual could not answer, for its maintainers."""
+    def insights(self, *, top: int = INSIGHTS_TOP, purge: bool = False) -> a.InsightsOut:
+        """What the manual could not answer, for its maintainers; ``purge`` first deletes what outlived the
+        retention period (`kb insights`; the server's recorder prunes as it writes)."""
+        if purge:
+            retention = timedelta(days=self.settings.insights_retention_days)
+            with session_scope(self.resources.engine) as session:
+                purge_expired(session=session, before=utcnow() - retention)
         with self.session() as session:
             return a.InsightsOut.model_validate(insights_data(session=session, catalog=self.catalog, top=top))
+
+    def missed_fingerprint(self, fingerprint_id: str) -> FingerprintRow | None:
+        """The recorded miss with this id (what `kb new --from-fingerprint` drafts from), or None."""
+        if not ID_RE.match(fingerprint_id):
+            return None
+        with self.session() as session:
+            return fingerprint_row(session=session, fingerprint_id=fingerprint_id)
+
+    def votes_report(self, *, top: int = 20) -> VotesReport:
+        """Fixes that fail most, and entries with no working fix."""
+        return votes_report(self.catalog, self._fix_stats(), top=top)
+
+    def vote_rows(self) -> Iterator[tuple]:
+        """Every vote, oldest first, without voter ids or address hashes (`kb votes export`)."""
+        with self.session() as session:
+            yield from export_rows(session=session)
 
     @staticmethod
     def is_confident(answer: a.MatchResponse) -> bool:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import concurrent.futures
+import csv
+import io
+import json
 import random
 import sqlite3
 import time
@@ -11,6 +14,7 @@ import httpx
 import pytest
 from sqlmodel import Session, func, select
 
+from app.cli import cli
 from app.entries import load_catalog_strict
 from app.ingest import ingest
 from app.settings import Settings
@@ -83,6 +87,29 @@ def test_environment_breakdown_is_reported(vote_settings):
             assert httpx.post(server.url + VOTE_URL, json={"worked": worked, "backend": backend}).status_code == 201
         fix = httpx.get(server.url + "/api/v1/errors/ROLL-901").json()["fixes"][0]
     assert fix["environments"]["backend"] == {"fsdp": {"up": 2, "down": 0}, "megatron": {"up": 0, "down": 1}}
+
+
+def test_kb_votes_report_and_export_read_what_the_server_stored(vote_settings, runner, monkeypatch):
+    """Votes cast through the API show in `kb votes report` (a fix two voters found failing) and in
+    `kb votes export` (every vote, no voter id), read through the same manual the server answers from."""
+    ingest(vote_settings)
+    with LiveServer(create_app(vote_settings)) as server:
+        for worked in (False, False, True):  # three voters: no shared cookie
+            assert httpx.post(server.url + VOTE_URL, json={"worked": worked, "backend": "fsdp"}).status_code == 201
+    monkeypatch.setenv("KB_DATA_DIR", str(vote_settings.data_dir))
+    monkeypatch.setenv("KB_CONTENT_DIR", str(vote_settings.content_dir))
+    monkeypatch.setenv("KB_DATABASE_URL", vote_settings.database_url)
+    report = runner.invoke(cli, ["votes", "report", "--json"])
+    assert report.exit_code == 0, report.output
+    failing = json.loads(report.output)["failing"]
+    assert [(row["code"], row["fix_id"], row["votes_down"], row["votes_up"]) for row in failing] == [
+        ("ROLL-901", FIX, 2, 1)
+    ]
+    exported = runner.invoke(cli, ["votes", "export"])
+    assert exported.exit_code == 0, exported.output
+    header, *rows = list(csv.reader(io.StringIO(exported.output)))
+    assert header[:3] == ["code", "fix_id", "worked"] and "voter" not in ",".join(header)
+    assert sorted(row[2] for row in rows) == ["False", "False", "True"] and {row[0] for row in rows} == {"ROLL-901"}
 
 
 def test_json_votes_need_json(client):
