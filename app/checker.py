@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from packaging.version import Version
+
 from app.alias_check import check_aliases
 from app.entries import Catalog, Entry, Problem, load_catalog
 from app.entries.frontmatter import split
-from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH
+from app.entries.model import REQUIRED_SECTIONS, REQUIRED_SECTIONS_ZH, applies_to_parts
 from app.hydra_config import OverrideChecker
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
@@ -49,6 +51,8 @@ def check_content(content_dir: Path, release: VerlRelease | None) -> tuple[Catal
         if release is not None:
             problems += _check_verl_names(entry, release)
             problems += _check_overrides(entry, release, overrides)
+    if release is not None:
+        problems += _check_still_raised(catalog, release)
     if overrides is not None:
         overrides.save()
     if not any(p.message.startswith("signatures.") for p in problems):
@@ -178,6 +182,54 @@ def _check_signatures(entry: Entry) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _check_still_raised(catalog: Catalog, release: VerlRelease) -> list[Problem]:
+    """An entry whose `applies_to` leaves out the pinned release must not recognise a message that release still
+    raises: a paste of that line would be answered as not applying to the user's verl (VLM-540 and TRAIN-484 were
+    caught this way, both limited to older releases although 0.9.1 raises their later wording)."""
+    pinned = Version(release.version)
+    excluded = [entry for entry in catalog if not _admits(entry.meta.applies_to, pinned)]
+    if not excluded:
+        return []
+    messages = [(where, _sample_message(exception, template)) for where, exception, template in release.raised]
+    problems = []
+    for entry in excluded:
+        for index, pattern in enumerate(entry.meta.signatures):
+            try:
+                compiled = compile_signature(pattern)
+            except SignatureError:
+                continue  # reported by _check_signatures
+            where = next((where for where, texts in messages if any(compiled.search(text) for text in texts)), None)
+            if where is not None:
+                problems.append(
+                    _problem(
+                        entry,
+                        f"applies_to: {entry.meta.applies_to!r} leaves out verl {release.version}, but signatures."
+                        f"{index} matches a message {where} of that release raises: widen applies_to or narrow the "
+                        "signature",
+                        "applies_to",
+                    )
+                )
+                break
+    return problems
+
+
+def _admits(applies_to: str | None, version: Version) -> bool:
+    if not applies_to:
+        return True
+    package, specifier = applies_to_parts(applies_to)
+    return package != "verl" or specifier.contains(version, prereleases=True)
+
+
+# Values a message's formatted fields may print: a number, a list, a quoted name (`\d+`, `\[`, `'\w+'` in a signature).
+SAMPLE_VALUES = ("0", "[0]", "'0'")
+
+
+def _sample_message(exception: str, template: str) -> list[str]:
+    """The normalised exception lines a raise site prints, its formatted fields filled with each sample value."""
+    pieces = [re.sub(r"\\(.)", r"\1", piece) for piece in template.split(".*?")]
+    return [normalise(f"{exception}: {value.join(pieces)}").text for value in SAMPLE_VALUES]
 
 
 def _check_set_headroom(catalog: Catalog) -> list[Problem]:

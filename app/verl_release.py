@@ -1,4 +1,4 @@
-"""What exists in the pinned verl release: its config keys and its modules.
+"""What exists in the pinned verl release: its config keys, its modules and the messages it raises.
 
 The wheel is fetched with ``pip download --no-deps`` into the data dir and read as a zip, never
 installed: it ships top-level ``tests`` and ``scripts`` packages that would shadow ours.
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.hydra_config import BASES, compose, extract_config, keys_of
+from app.releases.wheel_reader import read_wheel_facts
 
-CACHE_VERSION = 3  # 3: keys composed by Hydra itself
+CACHE_VERSION = 4  # 3: keys composed by Hydra itself; 4: the messages it raises
 
 
 class ReleaseUnavailable(Exception):
@@ -31,6 +32,8 @@ class VerlRelease:
     modules: frozenset[str]
     files: frozenset[str] = frozenset()
     config_dir: Path | None = None  # the release's verl/trainer/config, copied out for Hydra
+    # every raise/assert with literal text: ("verl/x.py:12", exception type, message regex with `.*?` holes)
+    raised: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def roots(self) -> frozenset[str]:
@@ -61,7 +64,12 @@ def load_release(data_dir: Path, version: str) -> VerlRelease:
         facts = json.loads(cache.read_text())
         if facts.get("cache_version") == CACHE_VERSION:
             return VerlRelease(
-                version, frozenset(facts["keys"]), frozenset(facts["modules"]), frozenset(facts["files"]), config_dir
+                version,
+                frozenset(facts["keys"]),
+                frozenset(facts["modules"]),
+                frozenset(facts["files"]),
+                config_dir,
+                tuple(tuple(site) for site in facts["raised"]),
             )
     release = read_wheel(_wheel(folder, version), version, config_dir)
     cache.write_text(
@@ -71,6 +79,7 @@ def load_release(data_dir: Path, version: str) -> VerlRelease:
                 "keys": sorted(release.keys),
                 "modules": sorted(release.modules),
                 "files": sorted(release.files),
+                "raised": list(release.raised),
             }
         )
     )
@@ -101,7 +110,13 @@ def read_wheel(wheel: Path, version: str, config_dir: Path) -> VerlRelease:
         if config is not None:
             keys |= keys_of(config)
     files = frozenset(name for name in names if name.startswith("verl/"))
-    return VerlRelease(version, frozenset(keys), frozenset(_modules(names)), files, config_dir)
+    raised = tuple(
+        (f"{site.path}:{site.line}", site.exception, site.template)
+        for sites in read_wheel_facts(wheel, version).raises.values()
+        for site in sites
+        if site.template and site.exception
+    )
+    return VerlRelease(version, frozenset(keys), frozenset(_modules(names)), files, config_dir, raised)
 
 
 def _modules(names: list[str]) -> set[str]:

@@ -33,6 +33,28 @@ def test_fixture_content_is_clean(content_dir, release):
     assert _messages(content_dir, release) == []
 
 
+def test_an_entry_limited_to_older_releases_must_not_recognise_what_the_pinned_release_raises(content_dir, release):
+    """verl 0.9.1 still raises `max_position_embeddings not found in HFModelConfig!` (rollout/utils.py): an entry
+    that says it applies only before 0.8 yet recognises that line would answer a 0.9.1 paste as not applying."""
+    path = content_dir / "TRAIN-901.md"
+    _edit(
+        path,
+        "signatures:\n",
+        "applies_to: 'verl<0.8'\nsignatures:\n  - 'max_position_embeddings not found in HFModelConfig'\n",
+    )
+    line = _line_of(path, "applies_to:")
+    messages = _messages(content_dir, release)
+    assert any(
+        m.startswith(
+            f"{path}:{line}: applies_to: 'verl<0.8' leaves out verl {release.version}, but signatures.0 matches"
+        )
+        and "verl/workers/rollout/utils.py:" in m
+        for m in messages
+    ), messages
+    _edit(path, "applies_to: 'verl<0.8'", "applies_to: 'verl>=0.7'")  # the release is admitted: nothing to say
+    assert _messages(content_dir, release) == []
+
+
 def test_unknown_key_is_reported_at_its_line(content_dir, release):
     path = content_dir / "ROLL-901.md"
     _edit(path, "tags: [vllm, memory]", "tags: [vllm, memory]\nseverity: high")
