@@ -37,13 +37,10 @@ def test_an_entry_limited_to_older_releases_must_not_recognise_what_the_pinned_r
     """verl 0.9.1 still raises `max_position_embeddings not found in HFModelConfig!` (rollout/utils.py): an entry
     that says it applies only before 0.8 yet recognises that line would answer a 0.9.1 paste as not applying."""
     path = content_dir / "TRAIN-901.md"
-    _edit(
-        path,
-        "signatures:\n",
-        "applies_to: 'verl<0.8'\nsignatures:\n  - 'max_position_embeddings not found in HFModelConfig'\n",
-    )
-    line = _line_of(path, "applies_to:")
+    older_only = "applies_to: 'verl<0.8'\nsignatures:\n  - 'max_position_embeddings not found in HFModelConfig'\n"
+    _edit(path, "signatures:\n", older_only)
     messages = _messages(content_dir, release)
+    line = _line_of(path, "applies_to:")
     assert any(
         m.startswith(
             f"{path}:{line}: applies_to: 'verl<0.8' leaves out verl {release.version}, but signatures.0 matches"
