@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from whoosh import collectors
 from whoosh import query as q
@@ -11,11 +12,13 @@ from whoosh import query as q
 from app.checker import check_synonyms
 from app.ingest import ingest
 from app.manual import Manual
+from app.search.dense import DenseScorer, TermScores
 from app.search.evaluate import figures, read_titles, run
 from app.search.index import open_generation
-from app.search.query import RERANK_POOL, SearchService, _by_coverage
+from app.search.query import FIELDS, RERANK_POOL, SearchService, _by_coverage
 from app.search.synonyms import DEFAULT_PATH, Synonyms
 from app.settings import ROOT, Settings
+from benchmarks import synthetic
 
 TITLES = Path(__file__).parent / "fixtures" / "search_titles"
 HANG_ENTRIES = {"DIST-101", "DIST-003", "DIST-105", "AGENT-008"}
@@ -129,11 +132,55 @@ def test_the_first_page_is_the_best_of_every_match(search, generation):
             # the full ranking, each score weighed by the entry's prevalence as the page does
             scored = sorted(unpruned.results(), key=lambda h: -h.score * h["prevalence"])[:RERANK_POOL]
             # then re-weighed by what each entry is about, as the page does
-            found = [frozenset(part.query.matcher(searcher).all_ids()) for part in parts]
-            ranked = _by_coverage(searcher, [(h.docnum, h.score * h["prevalence"]) for h in scored], parts, found)
+            found = [_matched(searcher, part.query) for part in parts]
+            dense = DenseScorer(searcher, DenseScorer.field_lengths(searcher, FIELDS), TermScores(0))
+            ranked = _by_coverage(dense, [(h.docnum, h.score * h["prevalence"]) for h in scored], parts, found)
             every = [searcher.stored_fields(docnum)["code"] for docnum, _ in ranked][:5]
             page = [hit.code for hit in search.search(case.title, limit=5, cached=False).hits]
             assert page == every, (case.title, page, every)
+
+
+def test_dense_scores_are_whooshs_scores(search, generation):
+    """Every concept of the development titles and of benchmark-style queries, in both fields and in the head alone:
+    the documents and scores app/search/dense.py computes a term at a time are those Whoosh's own matcher gives
+    for the same query, phrases (which it leaves to that matcher) included."""
+    texts = [case.title for name in ("dev.tsv", "dev2.tsv", "dev3.tsv") for case in read_titles(TITLES / name)]
+    texts += synthetic.queries(60)
+    checked, phrases = 0, 0
+    with generation.ix.searcher() as searcher:
+        dense = DenseScorer(searcher, DenseScorer.field_lengths(searcher, FIELDS), TermScores(100_000))
+        for text in texts:
+            for part in search._parts(searcher, text):
+                for query in (part.query, part.head_query):
+                    expected, matcher = {}, query.matcher(searcher)
+                    while matcher.is_active():
+                        expected[matcher.id()] = matcher.score()
+                        matcher.next()
+                    matched, scores = dense.scores(query)
+                    assert set(np.nonzero(matched)[0].tolist()) == set(expected), (text, query)
+                    assert scores[~matched].sum() == 0.0
+                    for docnum, score in expected.items():
+                        assert scores[docnum] == pytest.approx(score, rel=1e-12), (text, query, docnum)
+                    checked += len(expected)
+                    phrases += any(isinstance(leaf, q.Phrase) for leaf in query.leaves())
+    assert checked > 20_000 and phrases > 10
+
+
+def test_term_scores_keep_the_most_recently_used_within_their_postings_budget():
+    terms = TermScores(max_postings=5)
+    for name, size in (("a", 2), ("b", 2), ("c", 2)):
+        terms.put(("text", name.encode()), (np.arange(size), np.ones(size)))
+    assert terms.get(("text", b"a")) is None  # 6 postings > 5: the oldest went
+    assert terms.get(("text", b"b")) is not None
+    terms.put(("text", b"d"), (np.arange(2), np.ones(2)))  # b was just used: c goes
+    assert terms.get(("text", b"c")) is None and terms.get(("text", b"b")) is not None
+
+
+def _matched(searcher, query) -> np.ndarray:
+    """Which documents Whoosh's own matcher for ``query`` finds, as the page's per-document mask."""
+    matched = np.zeros(searcher.doc_count_all(), dtype=bool)
+    matched[list(query.matcher(searcher).all_ids())] = True
+    return matched
 
 
 def test_an_entry_about_every_concept_outranks_one_that_only_mentions_them(search):

@@ -10,10 +10,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 from whoosh import query as q
 
 from app.lru import LRU
 from app.search.analysis import CJK_RE, analyzer
+from app.search.dense import DenseScorer, TermScores
 from app.search.index import Generation
 from app.search.spelling import Speller
 from app.search.synonyms import Synonyms
@@ -41,6 +43,8 @@ PHRASE_SLOP = 2  # a stop word dropped inside a phrase leaves a gap of one posit
 RERANK_POOL = 50
 IN_BODY_ONLY = 0.5  # a concept found only in the body counts half as one the entry is about
 COVERAGE_EXPONENT = 0.5
+# postings whose scores are kept per index generation: about 16 bytes each, so at most ~64 MB
+TERM_CACHE_POSTINGS = 4_000_000
 WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:]*[A-Za-z0-9_]|[A-Za-z0-9]|[\u3400-\u9fff]+")
 
 
@@ -96,8 +100,14 @@ class SearchService:
         with self.ix.searcher() as searcher:
             # docnum -> category and prevalence, read once: facet counts and ranking then need no stored-field reads
             stored = [searcher.stored_fields(n) for n in range(searcher.doc_count_all())]
-        self._categories = [fields["category"] for fields in stored]
-        self._prevalence = [fields["prevalence"] for fields in stored]
+            self._lengths = DenseScorer.field_lengths(searcher, FIELDS)
+        self._category_names = sorted({fields["category"] for fields in stored})
+        self._categories = np.array(
+            [self._category_names.index(fields["category"]) for fields in stored], dtype=np.int64
+        )
+        self._prevalence = np.array([fields["prevalence"] for fields in stored], dtype=np.float64)
+        # each term's scores, computed once per generation (the index never changes under it)
+        self._terms = TermScores(TERM_CACHE_POSTINGS)
         # one cache per index generation: a swapped-in index comes with a new, empty cache
         self._cache: LRU[SearchResult] = LRU(cache_size)
 
@@ -138,34 +148,35 @@ class SearchService:
     def _search(self, searcher, text: str, *, category: str | None, lang: str, limit: int, page: int) -> SearchResult:
         started = time.perf_counter()
         text = (text or "")[:MAX_QUERY_CHARS]
+        dense = DenseScorer(searcher, self._lengths, self._terms)
         parts = self._parts(searcher, text)
         corrected = ""
-        found, scores = _scored(searcher, parts)
-        if not scores:
+        found, scores, matching = _scored(dense, parts)
+        if not matching.any():
             corrected = self.correct(text)
             if corrected:
                 parts = self._parts(searcher, corrected)
-                found, scores = _scored(searcher, parts)
-        matching = scores.keys()
+                found, scores, matching = _scored(dense, parts)
         needed = [(part.label, docs) for part, docs in zip(parts, found, strict=True) if part.weight >= 1]
-        facets: dict[str, int] = {}
-        for docnum in matching:
-            name = self._categories[docnum]
-            facets[name] = facets.get(name, 0) + 1
-        total = facets.get(category, 0) if category else len(matching)
+        counts = np.bincount(self._categories[matching], minlength=len(self._category_names))
+        facets = {name: int(count) for name, count in zip(self._category_names, counts, strict=True) if count}
+        total = facets.get(category, 0) if category else int(matching.sum())
         hits: list[Hit] = []
         dropped: list[str] = []
         if total:
-            best = _best(scores, max(page * limit, RERANK_POOL), category, self._categories, self._prevalence)
-            ranked = _by_coverage(searcher, best, parts, found)
+            wanted = matching
+            if category is not None:
+                wanted = matching & (self._categories == self._category_names.index(category))
+            best = _best(scores, wanted, max(page * limit, RERANK_POOL), self._prevalence)
+            ranked = _by_coverage(dense, best, parts, found)
             words = _highlight_words(corrected or text)
             hits = [
                 _hit(searcher, docnum, score, words, lang)
                 for docnum, score in ranked[(page - 1) * limit : page * limit]
             ]
-            if needed and not frozenset.intersection(*(docs for _, docs in needed)):
+            if needed and not np.logical_and.reduce([docs for _, docs in needed]).any():
                 # no entry has every word: name the ones the first hit lacks
-                dropped = [label for label, docs in needed if ranked[0][0] not in docs]
+                dropped = [label for label, docs in needed if not docs[ranked[0][0]]]
         suggestions = corrected.split() if corrected else []
         return SearchResult(hits, total, facets, _ms(started), suggestions, bool(corrected and total), dropped=dropped)
 
@@ -278,57 +289,50 @@ def _piece(reader, piece: Piece, fields: tuple[str, ...]) -> q.Query:
     return _union([*per_field, q.Term("code", whole.upper(), boost=10.0)])
 
 
-def _scored(searcher, parts: list[_Part]) -> tuple[list[frozenset[int]], dict[int, float]]:
-    """Each concept's documents (the total, the category counts, the dropped words and the re-ranking need them)
-    and every matching document's word score, in one pass over each concept's matches.
+def _scored(dense: DenseScorer, parts: list[_Part]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Each concept's documents (the total, the category counts, the dropped words and the re-ranking need them),
+    every document's word score, and which documents match at all.
 
     The whole query is the union of the concepts, and a union's score is the sum of its parts' scores, so summing
-    here gives the same scores as running it, without building its matcher tree or reading every match twice
-    (the same rankings on the 103 development titles and 200 benchmark queries, a median search 41% faster).
-    Every match is scored: Whoosh's top-N collector swaps parts of a query for cheaper ones once its heap is full
-    and misjudged boosted, phrase and light-word queries (first pages that were not the best five)."""
-    found: list[frozenset[int]] = []
-    scores: dict[int, float] = {}
+    the concepts' scores gives the scores of the union without building its matcher tree. Every match is scored:
+    Whoosh's top-N collector swaps parts of a query for cheaper ones once its heap is full and misjudged boosted,
+    phrase and light-word queries (first pages that were not the best five)."""
+    found: list[np.ndarray] = []
+    scores = np.zeros(dense.count, dtype=np.float64)
     for part in parts:
-        matcher = part.query.matcher(searcher)
-        ids = []
-        while matcher.is_active():
-            docnum = matcher.id()
-            ids.append(docnum)
-            scores[docnum] = scores.get(docnum, 0.0) + matcher.score()
-            matcher.next()
-        found.append(frozenset(ids))
-    return found, scores
+        matched, part_scores = dense.scores(part.query)
+        found.append(matched)
+        scores += part_scores
+    matching = np.logical_or.reduce(found) if found else np.zeros(dense.count, dtype=bool)
+    return found, scores, matching
 
 
-def _best(
-    scores: dict[int, float], limit: int, category: str | None, categories: list[str], prevalence: list[float]
-) -> list[tuple[int, float]]:
-    """The ``limit`` best (docnum, score) pairs in ``category`` (any when None), each score weighed by the entry's
+def _best(scores: np.ndarray, wanted: np.ndarray, limit: int, prevalence: np.ndarray) -> list[tuple[int, float]]:
+    """The ``limit`` best (docnum, score) pairs among the ``wanted`` documents, each score weighed by the entry's
     prevalence (``index.prevalence``); equal scores in index order."""
-    pairs = [
-        (docnum, score * prevalence[docnum])
-        for docnum, score in scores.items()
-        if category is None or categories[docnum] == category
-    ]
-    return sorted(pairs, key=lambda pair: (-pair[1], pair[0]))[:limit]
+    docnums = np.nonzero(wanted)[0]
+    weighed = scores[docnums] * prevalence[docnums]
+    order = np.lexsort((docnums, -weighed))[:limit]
+    return [(int(docnums[index]), float(weighed[index])) for index in order]
 
 
 def _by_coverage(
-    searcher, scored: list[tuple[int, float]], parts: list[_Part], found: list[frozenset[int]]
+    dense: DenseScorer, scored: list[tuple[int, float]], parts: list[_Part], found: list[np.ndarray]
 ) -> list[tuple[int, float]]:
     """(docnum, score) pairs re-weighed by the share of the query's concepts each entry is about (see RERANK_POOL),
     best first; the word score breaks ties and a light word counts at its weight. ``found``: ``_scored``."""
     total = sum(part.weight for part in parts)
     if not scored or total <= 0:
         return scored
-    docnums = {docnum for docnum, _ in scored}
-    covered = dict.fromkeys(docnums, 0.0)
+    docnums = np.array([docnum for docnum, _ in scored], dtype=np.int64)
+    covered = np.zeros(len(docnums), dtype=np.float64)
     for part, anywhere in zip(parts, found, strict=True):
-        in_head = {docnum for docnum in part.head_query.matcher(searcher).all_ids() if docnum in docnums}
-        for docnum in docnums:
-            covered[docnum] += part.weight * (1.0 if docnum in in_head else IN_BODY_ONLY if docnum in anywhere else 0.0)
-    reweighed = [(docnum, score * (covered[docnum] / total) ** COVERAGE_EXPONENT) for docnum, score in scored]
+        in_head = dense.matches(part.head_query)[docnums]
+        covered += part.weight * np.where(in_head, 1.0, np.where(anywhere[docnums], IN_BODY_ONLY, 0.0))
+    reweighed = [
+        (docnum, score * (float(share) / total) ** COVERAGE_EXPONENT)
+        for (docnum, score), share in zip(scored, covered, strict=True)
+    ]
     return sorted(reweighed, key=lambda pair: -pair[1])
 
 
