@@ -138,9 +138,10 @@ class DenseScorer:
         else:
             matched = np.logical_or.reduce([part[0] for part in parts])
         scores = np.zeros(self.count, dtype=np.float64)
-        for part_matched, part_scores in parts:
-            scores += np.where(part_matched, part_scores, 0.0)
-        scores = np.where(matched, scores, 0.0)
+        for _part_matched, part_scores in parts:
+            scores += part_scores  # 0 where the part does not match (``scores``' contract)
+        if isinstance(query, q.And):
+            scores = np.where(matched, scores, 0.0)  # a document some parts lack is no match
         if query.boost != 1.0:
             scores = scores * query.boost
         return matched, scores
