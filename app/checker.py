@@ -15,6 +15,7 @@ from app.hydra_config import OverrideChecker
 from app.matcher import Matcher, SignatureError, compile_signature
 from app.matcher.normalise import normalise
 from app.matcher.signatures import HEADROOM, SET_MAX_MEM, SignatureSet, specificity, tolerate_wraps
+from app.releases.facts import template_pieces
 from app.scaffold import TODO as UNFINISHED
 from app.search import synonyms
 from app.search.analysis import has_cjk
@@ -228,7 +229,7 @@ SAMPLE_VALUES = ("0", "[0]", "'0'")
 
 def _sample_message(exception: str, template: str) -> list[str]:
     """The normalised exception lines a raise site prints, its formatted fields filled with each sample value."""
-    pieces = [re.sub(r"\\(.)", r"\1", piece) for piece in template.split(".*?")]
+    pieces = template_pieces(template)
     return [normalise(f"{exception}: {value.join(pieces)}").text for value in SAMPLE_VALUES]
 
 

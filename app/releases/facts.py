@@ -159,9 +159,14 @@ class ReleaseFacts:
         for sites in self.raises.values():
             for site in sites:
                 if site.template:
-                    pieces = [re.sub(r"\\(.)", r"\1", piece) for piece in site.template.split(".*?")]
+                    pieces = template_pieces(site.template)
                     templates.append(MessageTemplate(site, max(pieces, key=len), sum(map(len, pieces))))
         return templates
+
+
+def template_pieces(template: str) -> list[str]:
+    """A raise site's message regex as its fixed texts, in order (what lies between its `.*?` holes)."""
+    return [re.sub(r"\\(.)", r"\1", piece) for piece in template.split(".*?")]
 
 
 @lru_cache(maxsize=64)
